@@ -1,0 +1,207 @@
+/*
+ * usched - a topology-aware user-space scheduler.
+ *
+ * Fibers (user-level threads with their own stacks) run on one worker thread
+ * per CPU. Each CPU has its own run queue and a lock-free inbox; placement on
+ * spawn and wake-up, and stealing when idle, follow the machine's topology
+ * (SMT siblings, L2, LLC, package, NUMA node) as read by hwloc. The placement
+ * algorithm is a selectable policy with runtime knobs.
+ *
+ * Conventions:
+ *  - Every function returns 0 (or a count) on success and a negative errno on
+ *    failure. No function sets errno: a fiber may resume on another worker
+ *    thread, and errno belongs to a thread.
+ *  - usched_strerror() turns a code into text; usched_last_error() gives the
+ *    detail (naming the bad input) of the calling thread's last failure.
+ *  - Lifecycle: usched_create -> usched_set (configure) -> usched_start ->
+ *    spawn/join/wait -> usched_destroy. Configuring a started scheduler
+ *    returns -EBUSY.
+ */
+#ifndef USCHED_H
+#define USCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define USCHED_VERSION_MAJOR 0
+#define USCHED_VERSION_MINOR 1
+#define USCHED_VERSION_PATCH 0
+#define USCHED_VERSION_STRING "0.1.0"
+
+typedef struct usched usched_t;           /* one scheduler instance; several may coexist */
+typedef struct usched_task usched_task_t; /* a fiber */
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/* Allocates a scheduler with defaults taken from the environment
+ * (USCHED_POLICY, USCHED_KNOBS, USCHED_TOPOLOGY, USCHED_CPUS). A bad
+ * environment value makes usched_create fail with -EINVAL. */
+int usched_create(usched_t **out);
+
+/* Configures one setting before usched_start. Keys:
+ *   "policy"     policy name (see `usched policies`)
+ *   "topology"   "" or NULL for this machine, an hwloc synthetic string, an
+ *                hwloc XML file or a directory holding a captured Linux root
+ *   "cpus"       CPU list restricting the topology, e.g. "0-7,16" (dense
+ *                usched CPU numbers of the loaded topology)
+ *   "knobs"      "name=value,name=value" (see `usched knobs`)
+ *   "stack_size" bytes per fiber stack, suffix k or m allowed
+ *   "pin"        1 to pin workers to their CPUs (default on the live machine),
+ *                0 not to
+ * Returns -EINVAL for a bad value (detail in usched_last_error()), -EBUSY after
+ * usched_start, -ENOENT for an unknown key. Knobs that may change while running
+ * (see `usched knobs`) are accepted after start. */
+int usched_set(usched_t *s, const char *key, const char *value);
+
+/* Loads the topology and starts one worker per CPU. */
+int usched_start(usched_t *s);
+
+/* Number of CPUs (workers) of a started scheduler. */
+int usched_ncpus(usched_t *s);
+
+/* Spawns a fiber running fn(arg). From a fiber or from any outside thread.
+ * out == NULL makes the fiber detached; otherwise it must be joined exactly
+ * once with usched_join. */
+int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg);
+
+/* As usched_spawn, but the fiber is bound: it runs only on `cpu` and is never
+ * stolen. -EINVAL if cpu is out of range. */
+int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *), void *arg);
+
+/* Waits for the fiber to finish and releases it. In a fiber it parks the
+ * fiber; outside it blocks the thread. -EINVAL for a task joined already,
+ * -EDEADLK for a fiber joining itself, -ECANCELED if the scheduler was
+ * destroyed before the fiber ran to completion. */
+int usched_join(usched_task_t *t);
+
+/* Lets other runnable fibers of this CPU run. Outside a fiber it calls
+ * sched_yield(). */
+void usched_yield(void);
+
+/* CPU of the calling fiber (dense usched number), -1 outside a fiber. */
+int usched_self_cpu(void);
+
+/* The calling fiber's scheduler, NULL outside a fiber. */
+usched_t *usched_self(void);
+
+/* Numeric id of the calling fiber (unique within its scheduler), 0 outside. */
+uint64_t usched_self_id(void);
+
+/* Outside thread: blocks until every fiber spawned so far has finished.
+ * -EDEADLK when called from a fiber of the same scheduler. */
+int usched_wait(usched_t *s);
+
+/* Stops the workers and frees everything. Waits for running fibers first;
+ * joiners of fibers that never completed get -ECANCELED. */
+int usched_destroy(usched_t *s);
+
+/* ---- errors and statistics ---------------------------------------------- */
+
+/* Text for a (negative or positive) errno value; never NULL. */
+const char *usched_strerror(int err);
+
+/* Detail of the calling thread's last failed usched call ("knobs: unknown
+ * knob 'foo'"), or "" if none. Valid until the next failing call. */
+const char *usched_last_error(void);
+
+/* Reads one counter by name, summed over CPUs (see usched_stats_print for the
+ * names). -ENOENT for an unknown name. */
+int usched_stat(usched_t *s, const char *name, uint64_t *value);
+
+/* Number of counters, and name/description of the i-th, for iteration. */
+int usched_stat_count(void);
+const char *usched_stat_name(int i);
+const char *usched_stat_desc(int i);
+
+/* Prints every counter as "name value" lines. */
+int usched_stats_print(usched_t *s, FILE *f);
+
+/* Resets every counter to zero (running or not). */
+int usched_stats_reset(usched_t *s);
+
+/* ---- topology ------------------------------------------------------------- */
+
+/* Loads a topology (input as the "topology" key, cpus as the "cpus" key) and
+ * prints it to f in `format`: "tree", "dfly" or "json". Nothing is printed on
+ * failure: -ENOENT (missing path), -EINVAL (bad input, cpus or format). */
+int usched_topo_print(FILE *f, const char *input, const char *cpus, const char *format);
+
+/* ---- blocking primitives (in fibers) --------------------------------------- */
+
+/* Private wait-queue state embedded in the public primitives. Do not touch. */
+struct usched__waitq {
+    uint32_t lock;
+    uint32_t nwaiters;
+    void *head;
+    void *tail;
+};
+
+typedef struct usched_chan usched_chan_t;
+int usched_chan_create(usched_chan_t **out, size_t capacity); /* 0 = rendezvous */
+int usched_chan_send(usched_chan_t *c, void *msg);            /* -EPIPE once closed */
+int usched_chan_recv(usched_chan_t *c, void **msg);           /* -EPIPE when closed and drained */
+int usched_chan_try_send(usched_chan_t *c, void *msg);        /* -EAGAIN if it would block */
+int usched_chan_try_recv(usched_chan_t *c, void **msg);
+int usched_chan_recv_timeout(usched_chan_t *c, void **msg, uint64_t timeout_ns);
+int usched_chan_close(usched_chan_t *c);
+int usched_chan_destroy(usched_chan_t *c);
+
+int usched_sleep_ns(uint64_t ns);
+
+typedef struct usched_mutex {
+    uint32_t state;
+    uint32_t _spare;
+    struct usched__waitq _wq;
+    uint64_t _reserved[2];
+} usched_mutex_t;
+
+typedef struct usched_cond {
+    struct usched__waitq _wq;
+    uint64_t _reserved[2];
+} usched_cond_t;
+
+typedef struct usched_sem {
+    uint64_t value;
+    struct usched__waitq _wq;
+    uint64_t _reserved[2];
+} usched_sem_t;
+
+typedef struct usched_wg {
+    int64_t count;
+    struct usched__waitq _wq;
+    uint64_t _reserved[2];
+} usched_wg_t;
+
+int usched_mutex_init(usched_mutex_t *m);
+int usched_mutex_destroy(usched_mutex_t *m);
+int usched_mutex_lock(usched_mutex_t *m);
+int usched_mutex_trylock(usched_mutex_t *m);
+int usched_mutex_unlock(usched_mutex_t *m);
+
+int usched_cond_init(usched_cond_t *c);
+int usched_cond_destroy(usched_cond_t *c);
+int usched_cond_wait(usched_cond_t *c, usched_mutex_t *m);
+int usched_cond_timedwait(usched_cond_t *c, usched_mutex_t *m, uint64_t timeout_ns);
+int usched_cond_signal(usched_cond_t *c);
+int usched_cond_broadcast(usched_cond_t *c);
+
+int usched_sem_init(usched_sem_t *s, unsigned value);
+int usched_sem_destroy(usched_sem_t *s);
+int usched_sem_wait(usched_sem_t *s);
+int usched_sem_post(usched_sem_t *s);
+
+int usched_wg_init(usched_wg_t *w);
+int usched_wg_destroy(usched_wg_t *w);
+int usched_wg_add(usched_wg_t *w, int n);
+int usched_wg_done(usched_wg_t *w);
+int usched_wg_wait(usched_wg_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* USCHED_H */

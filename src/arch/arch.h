@@ -1,0 +1,40 @@
+/*
+ * Architecture leaf (DESIGN section 3): context switch, CPU relax, cycle
+ * counter. One folder per ISA; this header chooses. Nothing here knows about
+ * fibers, sanitizers or stacks beyond a stack pointer.
+ */
+#ifndef USCHED_ARCH_H
+#define USCHED_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Saved machine context: only the stack pointer; the callee-saved registers
+ * and FP control words live on the suspended stack. */
+typedef struct usched__ctx {
+    void *sp;
+} usched__ctx_t;
+
+/* Saves the current context into *from and resumes *to. Returns when some
+ * other context switches back to *from. */
+void usched__ctx_switch(usched__ctx_t *from, usched__ctx_t *to);
+
+/* Prepares *ctx so that the first usched__ctx_switch to it runs entry(arg) on
+ * the stack [lo, lo + size). entry must never return. */
+void usched__ctx_make(usched__ctx_t *ctx, void *lo, size_t size,
+                      void (*entry)(void *), void *arg);
+
+#if defined(__x86_64__)
+#include "x86_64/cpu.h"
+#elif defined(__aarch64__)
+#include "aarch64/cpu.h"
+#else
+#error "usched supports x86-64 and aarch64"
+#endif
+
+/* cpu.h provides:
+ *   static inline void usched__cpu_relax(void);      pause / yield hint
+ *   static inline uint64_t usched__cycles(void);     cheap monotonic counter
+ */
+
+#endif
