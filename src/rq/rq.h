@@ -19,10 +19,16 @@
 #define USCHED_CACHELINE 64
 #define RQ_RING_SIZE 256u /* power of two */
 
+/* Reports a broken invariant (a caller's bug) on stderr and aborts. */
+void usched__rq_throw(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2), cold));
+
 /* ---- ring_spmc ------------------------------------------------------------ */
+/* Memory orderings and the pairings they rely on: top of src/rq/ring.c. */
 typedef struct usched__ring_spmc {
-    /* head: consumers (owner pop and thieves) advance it with CAS,
-     * acquire-load / acq_rel CAS; pairs with the owner's release store of tail. */
+    /* head: consumers (owner pop, owner spill, thieves) advance it with a CAS
+     * after copying the items (release on success); acquire loads. The owner's
+     * acquire load pairs with that CAS before it reuses a slot. */
     _Atomic uint32_t head __attribute__((aligned(USCHED_CACHELINE)));
     /* tail: written by the owner only (release store), read by thieves. */
     _Atomic uint32_t tail __attribute__((aligned(USCHED_CACHELINE)));
@@ -30,6 +36,8 @@ typedef struct usched__ring_spmc {
 } usched__ring_spmc_t;
 
 void usched__ring_init(usched__ring_spmc_t *r);
+/* As ring_init, with head = tail = start (tests of index wrap-around). */
+void usched__ring_init_at(usched__ring_spmc_t *r, uint32_t start);
 /* Owner only. Pushes at the tail; -ENOSPC when full (nothing changed). */
 int usched__ring_push(usched__ring_spmc_t *r, void *item);
 /* Owner only. When the ring is full, moves the oldest half of it plus `item`
@@ -39,10 +47,11 @@ int usched__ring_push(usched__ring_spmc_t *r, void *item);
 unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **spill);
 /* Owner only. Pops the oldest item; NULL when empty. */
 void *usched__ring_pop(usched__ring_spmc_t *r);
-/* Called by the thief's owner: takes half (rounded up) of victim's items,
- * moves all but one into `thief` (which must be empty) and returns the
- * remaining one; NULL if the victim was empty. `taken` (may be NULL) receives
- * the number of items taken in all. */
+/* Called by the thief's owner: takes half (rounded up) of victim's items with
+ * one CAS on victim's head, moves all but the newest into `thief` (which must
+ * be empty, or at least have RQ_RING_SIZE/2 free slots: aborts otherwise) and
+ * returns the newest one; NULL if the victim was empty. `taken` (may be NULL)
+ * receives the number of items taken in all. */
 void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief,
                          unsigned *taken);
 /* Any thread: number of items (a snapshot). */
@@ -53,22 +62,31 @@ typedef struct usched__mpsc_node {
     struct usched__mpsc_node *_Atomic next;
 } usched__mpsc_node_t;
 
+/* Protocol (I1-I4) and orderings: top of src/rq/inbox.c. */
 typedef struct usched__inbox_mpsc {
-    /* producers: exchange (acq_rel) on head, then release-store prev->next. */
+    /* producers: exchange (seq_cst, I1) on head, then release-store
+     * prev->next (I2). The consumer exchanges it only to re-insert the stub. */
     usched__mpsc_node_t *_Atomic head __attribute__((aligned(USCHED_CACHELINE)));
-    /* consumer (owner) only. */
-    usched__mpsc_node_t *tail __attribute__((aligned(USCHED_CACHELINE)));
+    /* written by the consumer (owner) only, relaxed; read by other threads
+     * only in inbox_empty() (a hint there). */
+    usched__mpsc_node_t *_Atomic tail __attribute__((aligned(USCHED_CACHELINE)));
     usched__mpsc_node_t stub;
 } usched__inbox_mpsc_t;
 
 void usched__inbox_init(usched__inbox_mpsc_t *q);
 /* Any thread. Wait-free (one exchange). */
 void usched__inbox_push(usched__inbox_mpsc_t *q, usched__mpsc_node_t *n);
+/* The two halves of inbox_push, for tests of the half-done window:
+ * push_start makes n the head and returns its predecessor; push_finish links
+ * the predecessor to n. Between them pop may return NULL, empty() is false. */
+usched__mpsc_node_t *usched__inbox_push_start(usched__inbox_mpsc_t *q, usched__mpsc_node_t *n);
+void usched__inbox_push_finish(usched__mpsc_node_t *prev, usched__mpsc_node_t *n);
 /* Owner only. Oldest node, or NULL when empty or when a push is half done
  * (then usched__inbox_empty() is false and the caller retries later). */
 usched__mpsc_node_t *usched__inbox_pop(usched__inbox_mpsc_t *q);
-/* Any thread (seq_cst load). True only when no push has started that the
- * owner has not popped: safe for the "re-check before parking" step. */
+/* Any thread (seq_cst load of head). True only when no push has started
+ * that the owner has not popped: safe for the "re-check before parking" step
+ * on the owner; on other threads a hint. */
 bool usched__inbox_empty(usched__inbox_mpsc_t *q);
 
 /* ---- idlemask ------------------------------------------------------------- */
@@ -78,17 +96,21 @@ typedef struct usched__idlemask {
     _Atomic uint64_t *w;
 } usched__idlemask_t;
 
-int usched__idlemask_init(usched__idlemask_t *m, int nbits); /* all clear */
+/* All clear. -EINVAL if nbits <= 0, -ENOMEM; usched_last_error() says why. */
+int usched__idlemask_init(usched__idlemask_t *m, int nbits);
 void usched__idlemask_fini(usched__idlemask_t *m);
 /* Any thread; seq_cst read-modify-write (a full fence, which the parking
- * protocol relies on). Return the previous value of the bit. */
+ * protocol relies on). Return the previous value of the bit. A bit outside
+ * [0, nbits) aborts (usched__rq_throw), for set, clear and test alike. */
 bool usched__idlemask_set(usched__idlemask_t *m, int bit);
 bool usched__idlemask_clear(usched__idlemask_t *m, int bit);
 bool usched__idlemask_test(const usched__idlemask_t *m, int bit);
 /* First set bit of (m & within), searching from `start` and wrapping; -1 if
- * none. within == NULL means every bit. O(words). */
+ * none. within == NULL means every bit; otherwise it has nwords words.
+ * start is taken modulo nbits (a rotating counter may be passed as is).
+ * O(words), relaxed loads: a hint. */
 int usched__idlemask_find(const usched__idlemask_t *m, const uint64_t *within, int start);
-/* Number of set bits of (m & within). */
+/* Number of set bits of (m & within); relaxed loads. */
 int usched__idlemask_count(const usched__idlemask_t *m, const uint64_t *within);
 /* Copies the mask into out[nwords] (relaxed loads: a hint). */
 void usched__idlemask_snapshot(const usched__idlemask_t *m, uint64_t *out);
