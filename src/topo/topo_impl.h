@@ -1,0 +1,33 @@
+/* Inside of the topology module: the model struct, shared by the loader
+ * (topo.c) and the printers (print.c). Nothing outside src/topo/ includes it. */
+#ifndef USCHED_TOPO_IMPL_H
+#define USCHED_TOPO_IMPL_H
+
+#include <hwloc.h>
+
+#include "topo/topo.h"
+
+enum topo_source { TOPO_SRC_LIVE, TOPO_SRC_SYNTHETIC, TOPO_SRC_XML, TOPO_SRC_FSROOT };
+
+/* Read-only after usched__topo_load. Arrays indexed by dense CPU number have
+ * ncpus entries; masks have `words` words per group. */
+struct usched__topo {
+    hwloc_topology_t hw; /* kept for the tree printer and group objects */
+    enum topo_source source;
+    int live;
+    int ncpus, words, nkinds, smt_width;
+    int max_os;                     /* largest OS index */
+    int *os;                        /* [cpu] OS index */
+    int *cpu_of_os;                 /* [0..max_os] dense CPU or -1 */
+    int *kind;                      /* [cpu] core kind */
+    hwloc_obj_t *pu;                /* [cpu] hwloc PU */
+    int ngroups[TOPO_NLEVELS];
+    int *group[TOPO_NLEVELS];       /* [cpu] group index at the level */
+    hwloc_obj_t *gobj[TOPO_NLEVELS]; /* [group] the hwloc object standing for it */
+    uint64_t *masks[TOPO_NLEVELS];  /* [group * words] member masks */
+    int *weight[TOPO_NLEVELS];      /* [group] member count */
+    int *order;                     /* [cpu * ncpus] CPUs by distance */
+    int *band;                      /* [cpu * TOPO_NLEVELS] band ends */
+};
+
+#endif
