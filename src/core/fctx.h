@@ -18,8 +18,10 @@ typedef struct usched__fctx {
     void *stack_lo;      /* lowest usable byte of the stack (NULL for host) */
     size_t stack_size;
     void *asan_fake;     /* ASan fake-stack handle of the suspended side */
-    const void *asan_bottom; /* ASan: stack bounds of this context */
+    const void *asan_bottom; /* ASan: stack bounds of this context (a host's
+                              * are learnt on its first switch to a fiber) */
     size_t asan_size;
+    struct usched__fctx *asan_from; /* ASan: context that last switched here */
     void *tsan_fiber;    /* TSan fiber object */
     unsigned vg_id;      /* valgrind stack id */
     int is_host;

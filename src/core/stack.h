@@ -36,4 +36,29 @@ int usched__stack_thread_init(void);
 void usched__stack_thread_fini(void);
 void usched__stack_set_current(const usched__stack_t *st, uint64_t fiber_id);
 
+/* ---- tuning, testing and reporting -------------------------------------- */
+
+/* How stacks of chunks made from now on are guarded. AUTO: a lightweight
+ * guard (madvise MADV_GUARD_INSTALL, Linux 6.13+, splits no mapping) when
+ * the kernel has it, else mprotect guard pages within the mapping budget,
+ * else canaries. MPROTECT: never the lightweight guard. NONE: canaries. */
+enum { USCHED__STACK_GUARD_AUTO, USCHED__STACK_GUARD_MPROTECT, USCHED__STACK_GUARD_NONE };
+void usched__stack_set_guard_mode(int mode);
+/* Mappings (vm.max_map_count units) the allocator may spend on guard pages;
+ * 0 disables every kind of guard page (canaries only); < 0 restores the
+ * default, half of /proc/sys/vm/max_map_count. Affects chunks made later. */
+void usched__stack_set_budget(long mappings);
+
+struct usched__stack_stats {
+    long budget;         /* mapping budget for guard pages */
+    long mappings;       /* mappings created so far (counted before merging) */
+    long chunks;         /* chunks mapped */
+    long guarded;        /* stacks created with a guard page */
+    long unguarded;      /* stacks created with a canary */
+    long free;           /* stacks in the free lists now */
+    long released;       /* frees that returned the stack's pages (MADV_DONTNEED) */
+    int light_guards;    /* 1 if the kernel has MADV_GUARD_INSTALL */
+};
+void usched__stack_get_stats(struct usched__stack_stats *out);
+
 #endif

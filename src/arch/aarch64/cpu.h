@@ -1,0 +1,21 @@
+/* aarch64 CPU hints for the arch leaf (included by arch/arch.h only). */
+#ifndef USCHED_ARCH_AARCH64_CPU_H
+#define USCHED_ARCH_AARCH64_CPU_H
+
+#include <stdint.h>
+
+/* Spin-wait hint: `yield`. */
+static inline void usched__cpu_relax(void)
+{
+    __asm__ __volatile__("yield" ::: "memory");
+}
+
+/* Generic timer virtual count: constant-rate, readable at EL0 on Linux. */
+static inline uint64_t usched__cycles(void)
+{
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+
+#endif
