@@ -1,0 +1,624 @@
+// Peer: Go goroutines and channels (bench/WORKLOADS.md), all workloads.
+// GOMAXPROCS = --threads (1 for yield). Channels are unbuffered (rendezvous)
+// except where WORKLOADS.md says otherwise.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type workload struct {
+	name           string
+	unit           string
+	higherIsBetter int
+	defaultN       int64
+}
+
+// Same table as bench/peers/common/peer.h.
+var workloads = []workload{
+	{"pingpong", "ns/rt", 0, 1000000},
+	{"spawn", "ns/op", 0, 1000000},
+	{"skynet", "ms", 0, 1000000},
+	{"fib", "ms", 0, 40},
+	{"pairs", "rt/s", 1, 0},
+	{"select", "tps", 1, 0},
+	{"build", "ms", 0, 2000},
+	{"yield", "ns/op", 0, 1000000},
+}
+
+const (
+	fibCutoff       = 12
+	defaultDuration = 2.0
+	defaultSeed     = 1
+	spawnBatch      = 1000
+	checkEvery      = 1000
+	selectRows      = 100000
+	buildIters      = 8192
+	buildChecksum   = uint64(0x36bd8d2f452f09db) // n=2000, seed=1
+)
+
+type options struct {
+	w            workload
+	threads      int
+	n            int64
+	duration     float64
+	haveDuration bool
+	clients      int
+	servers      int
+	pairs        int
+	cutoff       int
+	seed         uint64
+}
+
+var opts options
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: peer-go <workload> [--threads N] [--n N] [--duration S] "+
+		"[--clients N] [--servers N] [--pairs N] [--seed N] [--cutoff N]")
+	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield")
+}
+
+func bad(what, val, why string) {
+	fmt.Fprintf(os.Stderr, "peer-go: bad argument %s '%s': %s\n", what, val, why)
+	usage()
+	os.Exit(2)
+}
+
+func parseInt(opt, s string, min, max int64) int64 {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		bad(opt, s, "not an integer")
+	}
+	if v < min || v > max {
+		bad(opt, s, fmt.Sprintf("must be in [%d, %d]", min, max))
+	}
+	return v
+}
+
+func parse(args []string) {
+	if len(args) < 1 || strings.HasPrefix(args[0], "-") {
+		if len(args) >= 1 && (args[0] == "-h" || args[0] == "--help") {
+			usage()
+			os.Exit(0)
+		}
+		val := ""
+		if len(args) >= 1 {
+			val = args[0]
+		}
+		bad("<workload>", val, "missing workload")
+	}
+	found := false
+	for _, w := range workloads {
+		if w.name == args[0] {
+			opts.w, found = w, true
+		}
+	}
+	if !found {
+		bad("<workload>", args[0], "unknown workload")
+	}
+	opts.threads = runtime.NumCPU()
+	opts.n = opts.w.defaultN
+	opts.duration = defaultDuration
+	opts.cutoff = fibCutoff
+	opts.seed = defaultSeed
+	clients, servers, pairs := 0, 0, 0
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			bad("option", a, "expected --name")
+		}
+		name, val, hasEq := strings.Cut(a, "=")
+		if !hasEq {
+			if i+1 >= len(args) {
+				bad(a, "", "missing value")
+			}
+			i++
+			val = args[i]
+		}
+		switch name {
+		case "--threads":
+			opts.threads = int(parseInt(name, val, 1, 4096))
+		case "--n":
+			opts.n = parseInt(name, val, 1, 1<<62)
+		case "--duration":
+			d, err := strconv.ParseFloat(val, 64)
+			if err != nil || !(d > 0 && d <= 86400) {
+				bad(name, val, "must be seconds in (0, 86400]")
+			}
+			opts.duration, opts.haveDuration = d, true
+		case "--clients":
+			clients = int(parseInt(name, val, 1, 100000))
+		case "--servers":
+			servers = int(parseInt(name, val, 1, 100000))
+		case "--pairs":
+			pairs = int(parseInt(name, val, 1, 100000))
+		case "--seed":
+			opts.seed = uint64(parseInt(name, val, 0, 1<<63-1))
+		case "--cutoff":
+			opts.cutoff = int(parseInt(name, val, 2, 60))
+		default:
+			bad("option", name, "unknown option")
+		}
+	}
+	opts.clients, opts.servers, opts.pairs = 2*opts.threads, opts.threads, opts.threads
+	if clients > 0 {
+		opts.clients = clients
+	}
+	if servers > 0 {
+		opts.servers = servers
+	}
+	if pairs > 0 {
+		opts.pairs = pairs
+	}
+	nval := strconv.FormatInt(opts.n, 10)
+	switch opts.w.name {
+	case "fib":
+		if opts.n > 90 {
+			bad("--n", nval, "fib(N) needs N <= 90")
+		}
+	case "build":
+		if opts.n > 10000000 {
+			bad("--n", nval, "build needs at most 10000000 jobs")
+		}
+	case "skynet":
+		x := opts.n
+		for x > 1 && x%10 == 0 {
+			x /= 10
+		}
+		if x != 1 || opts.n < 10 {
+			bad("--n", nval, "skynet leaves must be a power of 10, >= 10")
+		}
+	}
+}
+
+func result(value float64, ok bool) {
+	threads := opts.threads
+	if opts.w.name == "yield" {
+		threads = 1
+	}
+	prec := 2
+	if value >= 100 {
+		prec = 0
+	}
+	check := "ok"
+	if !ok {
+		check = "FAIL"
+	}
+	fmt.Printf("RESULT workload=%s system=go value=%.*f unit=%s higher_is_better=%d check=%s threads=%d\n",
+		opts.w.name, prec, value, opts.w.unit, opts.w.higherIsBetter, check, threads)
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func capped(start time.Time) bool {
+	return opts.haveDuration && time.Since(start).Seconds() >= opts.duration
+}
+
+func sleepDuration() {
+	time.Sleep(time.Duration(opts.duration * float64(time.Second)))
+}
+
+// ---- shared definitions (WORKLOADS.md) ----------------------------------------
+
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+func xorshiftSeed(seed, index uint64) uint64 {
+	s := mix64(seed + 0x9E3779B97F4A7C15*(index+1))
+	if s == 0 {
+		s = 1
+	}
+	return s
+}
+
+func xorshift(s *uint64) uint64 {
+	x := *s
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	*s = x
+	return x
+}
+
+// ---- pingpong, pairs ------------------------------------------------------------
+
+func echoServer(req <-chan int64, rep chan<- int64) {
+	for v := range req {
+		rep <- v + 1
+	}
+}
+
+func runPingpong() {
+	req, rep := make(chan int64), make(chan int64)
+	go echoServer(req, rep)
+	ok := true
+	start := time.Now()
+	var i int64
+	for i = 0; i < opts.n; i++ {
+		if i%checkEvery == 0 && i > 0 && capped(start) {
+			break
+		}
+		req <- i
+		ok = ok && <-rep == i+1
+	}
+	el := time.Since(start)
+	close(req)
+	fmt.Fprintf(os.Stderr, "pingpong: %d round trips in %.3f s\n", i, el.Seconds())
+	result(float64(el.Nanoseconds())/float64(i), ok)
+}
+
+func runPairs() {
+	var stop atomic.Bool
+	done := make([]int64, opts.pairs)
+	oks := make([]bool, opts.pairs)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for p := 0; p < opts.pairs; p++ {
+		req, rep := make(chan int64), make(chan int64)
+		go echoServer(req, rep)
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			ok := true
+			var i int64
+			for ; !stop.Load(); i++ {
+				req <- i
+				ok = ok && <-rep == i+1
+			}
+			close(req)
+			done[p], oks[p] = i, ok
+		}(p)
+	}
+	sleepDuration()
+	stop.Store(true)
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	var total int64
+	ok := true
+	for p := range done {
+		total += done[p]
+		ok = ok && oks[p]
+	}
+	fmt.Fprintf(os.Stderr, "pairs: %d pairs, %d round trips in %.3f s\n", opts.pairs, total, el)
+	result(float64(total)/el, ok)
+}
+
+// ---- spawn, skynet, fib -----------------------------------------------------------
+
+func runSpawn() {
+	var wg sync.WaitGroup
+	start := time.Now()
+	var done int64
+	for done < opts.n && !(done > 0 && capped(start)) {
+		batch := opts.n - done
+		if batch > spawnBatch {
+			batch = spawnBatch
+		}
+		wg.Add(int(batch))
+		for i := int64(0); i < batch; i++ {
+			go wg.Done()
+		}
+		wg.Wait()
+		done += batch
+	}
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "spawn: %d goroutines in %.3f s\n", done, el.Seconds())
+	result(float64(el.Nanoseconds())/float64(done), true)
+}
+
+// The classic Go skynet: each inner task sums its children's answers from a channel.
+func skynet(c chan<- int64, num, size int64) {
+	if size == 1 {
+		c <- num
+		return
+	}
+	rc := make(chan int64, 10)
+	var sum int64
+	for i := int64(0); i < 10; i++ {
+		sub := size / 10
+		go skynet(rc, num+i*sub, sub)
+	}
+	for i := 0; i < 10; i++ {
+		sum += <-rc
+	}
+	c <- sum
+}
+
+func runSkynet() {
+	c := make(chan int64, 1)
+	start := time.Now()
+	go skynet(c, 0, opts.n)
+	sum := <-c
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "skynet: %d leaves, sum %d\n", opts.n, sum)
+	result(float64(el.Nanoseconds())/1e6, sum == opts.n*(opts.n-1)/2)
+}
+
+func fibSerial(n int) int64 {
+	if n < 2 {
+		return int64(n)
+	}
+	return fibSerial(n-1) + fibSerial(n-2)
+}
+
+func fibTask(n int) int64 {
+	if n < opts.cutoff {
+		return fibSerial(n)
+	}
+	c := make(chan int64, 1)
+	go func() { c <- fibTask(n - 1) }()
+	y := fibTask(n - 2)
+	return <-c + y
+}
+
+func runFib() {
+	n := int(opts.n)
+	start := time.Now()
+	v := fibTask(n)
+	el := time.Since(start)
+	a, b := int64(0), int64(1)
+	for i := 0; i < n; i++ {
+		a, b = b, a+b
+	}
+	fmt.Fprintf(os.Stderr, "fib(%d) = %d, cutoff %d\n", n, v, opts.cutoff)
+	result(float64(el.Nanoseconds())/1e6, v == a)
+}
+
+// ---- select --------------------------------------------------------------------------
+
+type row struct {
+	key     uint64
+	payload [8]uint64
+}
+
+type request struct {
+	key   uint64
+	reply chan *row
+}
+
+func selectTable() []row {
+	t := make([]row, selectRows)
+	for i := range t {
+		t[i].key = mix64(uint64(i))
+		for j := range t[i].payload {
+			t[i].payload[j] = mix64(t[i].key + uint64(j) + 1)
+		}
+	}
+	sort.Slice(t, func(a, b int) bool { return t[a].key < t[b].key })
+	return t
+}
+
+func selectFind(t []row, key uint64) *row {
+	i := sort.Search(len(t), func(i int) bool { return t[i].key >= key })
+	if i < len(t) && t[i].key == key {
+		return &t[i]
+	}
+	return &row{}
+}
+
+func selectSum(key uint64) uint64 {
+	var s uint64
+	for j := uint64(0); j < 8; j++ {
+		s += mix64(key + j + 1)
+	}
+	return s
+}
+
+func runSelect() {
+	t := selectTable()
+	reqs := make(chan request, opts.clients)
+	var stop atomic.Bool
+	done := make([]int64, opts.clients)
+	oks := make([]bool, opts.clients)
+	var wg, swg sync.WaitGroup
+	start := time.Now()
+	for s := 0; s < opts.servers; s++ {
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			for r := range reqs {
+				src := selectFind(t, r.key)
+				cp := *src // the reply carries a copy of the row
+				r.reply <- &cp
+			}
+		}()
+	}
+	for c := 0; c < opts.clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := xorshiftSeed(opts.seed, uint64(c))
+			reply := make(chan *row, 1)
+			ok := true
+			var i int64
+			for ; !stop.Load(); i++ {
+				key := mix64(xorshift(&rng) % selectRows)
+				reqs <- request{key, reply}
+				r := <-reply
+				var s uint64
+				for _, w := range r.payload {
+					s += w
+				}
+				ok = ok && r.key == key && s == selectSum(key)
+			}
+			done[c], oks[c] = i, ok
+		}(c)
+	}
+	sleepDuration()
+	stop.Store(true)
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	close(reqs)
+	swg.Wait()
+	var total int64
+	ok := true
+	for c := range done {
+		total += done[c]
+		ok = ok && oks[c]
+	}
+	fmt.Fprintf(os.Stderr, "select: %d clients, %d servers, %d transactions in %.3f s\n",
+		opts.clients, opts.servers, total, el)
+	result(float64(total)/el, ok)
+}
+
+// ---- build ------------------------------------------------------------------------------
+
+type job struct {
+	units uint32
+	deps  []uint32
+}
+
+func buildDag(n int64, seed uint64) []job {
+	s := seed
+	lcg := func() uint64 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return s >> 33
+	}
+	jobs := make([]job, n)
+	for i := int64(0); i < n; i++ {
+		nd := lcg() % 4
+		window := uint64(64)
+		if uint64(i) < window {
+			window = uint64(i)
+		}
+		if uint64(i) < nd {
+			nd = uint64(i)
+		}
+		for d := uint64(0); d < nd; d++ {
+			p := uint32(uint64(i) - 1 - lcg()%window)
+			dup := false
+			for _, q := range jobs[i].deps {
+				dup = dup || q == p
+			}
+			if !dup {
+				jobs[i].deps = append(jobs[i].deps, p)
+			}
+		}
+		if lcg()%100 < 95 {
+			jobs[i].units = uint32(8 + lcg()%8)
+		} else {
+			jobs[i].units = uint32(400 + lcg()%400)
+		}
+	}
+	return jobs
+}
+
+func buildWork(x uint64, units uint32) uint64 {
+	iters := uint64(units) * buildIters
+	for k := uint64(0); k < iters; k++ {
+		x = x*6364136223846793005 + k
+		x ^= x >> 29
+	}
+	return x
+}
+
+func buildInput(jobs []job, results []uint64, i int) uint64 {
+	in := mix64(uint64(i))
+	for _, d := range jobs[i].deps {
+		in += results[d]
+	}
+	return in
+}
+
+func runBuild() {
+	jobs := buildDag(opts.n, opts.seed)
+	succ := make([][]uint32, len(jobs))
+	pending := make([]atomic.Int32, len(jobs))
+	for i := range jobs {
+		for _, d := range jobs[i].deps {
+			succ[d] = append(succ[d], uint32(i))
+		}
+		pending[i].Store(int32(len(jobs[i].deps)))
+	}
+	results := make([]uint64, len(jobs))
+	var wg sync.WaitGroup
+	wg.Add(len(jobs))
+	var run func(i int)
+	run = func(i int) {
+		results[i] = buildWork(buildInput(jobs, results, i), jobs[i].units)
+		for _, s := range succ[i] {
+			if pending[s].Add(-1) == 0 {
+				go run(int(s))
+			}
+		}
+		wg.Done()
+	}
+	start := time.Now()
+	for i := range jobs {
+		if len(jobs[i].deps) == 0 {
+			go run(i)
+		}
+	}
+	wg.Wait()
+	el := time.Since(start)
+	var sum uint64
+	for _, r := range results {
+		sum += r
+	}
+	want := buildChecksum
+	if opts.n != 2000 || opts.seed != defaultSeed {
+		ref := make([]uint64, len(jobs))
+		want = 0
+		for i := range jobs {
+			ref[i] = buildWork(buildInput(jobs, ref, i), jobs[i].units)
+			want += ref[i]
+		}
+	}
+	fmt.Fprintf(os.Stderr, "build: %d jobs, checksum 0x%016x\n", opts.n, sum)
+	result(float64(el.Nanoseconds())/1e6, sum == want)
+}
+
+// ---- yield ------------------------------------------------------------------------------
+
+func runYield() {
+	runtime.GOMAXPROCS(1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	start := time.Now()
+	for t := 0; t < 2; t++ {
+		go func() {
+			for i := int64(0); i < opts.n; i++ {
+				runtime.Gosched()
+			}
+			wg.Done()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	result(float64(el.Nanoseconds())/float64(2*opts.n), true)
+}
+
+func main() {
+	parse(os.Args[1:])
+	runtime.GOMAXPROCS(opts.threads)
+	switch opts.w.name {
+	case "pingpong":
+		runPingpong()
+	case "spawn":
+		runSpawn()
+	case "skynet":
+		runSkynet()
+	case "fib":
+		runFib()
+	case "pairs":
+		runPairs()
+	case "select":
+		runSelect()
+	case "build":
+		runBuild()
+	case "yield":
+		runYield()
+	}
+}
