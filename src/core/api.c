@@ -1,0 +1,314 @@
+/*
+ * Scheduler lifecycle: create -> set -> start -> wait -> destroy, the
+ * environment defaults, and the counters' public face.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/error.h"
+#include "core/export.h"
+
+void *usched__worker_main(void *arg);
+void usched__kick_all(usched_t *s);
+int usched__wait_live(usched_t *s, bool detect_deadlock);
+
+static int set_str(char **dst, const char *v)
+{
+    char *c = v ? strdup(v) : NULL;
+    if (v && !c) return -ENOMEM;
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+/* "64k", "1m", "65536" -> bytes; at least 16 KiB, at most 1 GiB. */
+static int parse_size(const char *v, size_t *out)
+{
+    if (!v || !*v) return usched__error(EINVAL, "stack_size: empty value");
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end == v || errno == ERANGE || v[0] == '-')
+        return usched__error(EINVAL, "stack_size: '%s' is not a size (bytes, suffix k or m)", v);
+    if (*end == 'k' || *end == 'K') n <<= 10, end++;
+    else if (*end == 'm' || *end == 'M') n <<= 20, end++;
+    if (*end != '\0')
+        return usched__error(EINVAL, "stack_size: '%s' is not a size (bytes, suffix k or m)", v);
+    if (n < 16 * 1024 || n > (1ull << 30))
+        return usched__error(EINVAL, "stack_size: %s is out of range [16k, 1024m]", v);
+    *out = (size_t)n;
+    return 0;
+}
+
+static int check_policy(const char *v)
+{
+    if (!v || !usched__policy_find(v))
+        return usched__error(EINVAL, "policy: unknown policy '%s' (see `usched policies`)",
+                             v ? v : "(null)");
+    return 0;
+}
+
+USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
+{
+    if (!s || !key) return usched__error(EINVAL, "set: scheduler or key is NULL");
+    bool started = atomic_load(&s->started);
+    if (strcmp(key, "knobs") == 0) return usched__knobs_parse(&s->knobs, value, started);
+    if (strcmp(key, "policy") == 0) {
+        if (started) return usched__error(EBUSY, "policy: cannot change after start");
+        int rc = check_policy(value);
+        return rc < 0 ? rc : set_str(&s->policy_name, value);
+    }
+    if (strcmp(key, "topology") == 0) {
+        if (started) return usched__error(EBUSY, "topology: cannot change after start");
+        return set_str(&s->topology, value && *value ? value : NULL);
+    }
+    if (strcmp(key, "cpus") == 0) {
+        if (started) return usched__error(EBUSY, "cpus: cannot change after start");
+        if (value && !*value) return usched__error(EINVAL, "cpus: empty CPU list");
+        if (value) {
+            uint64_t probe[64];
+            char err[200];
+            int rc = usched__cpulist_parse(value, 4096, probe, 64, err, sizeof err);
+            if (rc < 0) return usched__error(-rc, "%s", err);
+        }
+        return set_str(&s->cpus, value);
+    }
+    if (strcmp(key, "stack_size") == 0) {
+        if (started) return usched__error(EBUSY, "stack_size: cannot change after start");
+        size_t n = 0;
+        int rc = parse_size(value, &n);
+        if (rc == 0) s->stack_size = n;
+        return rc;
+    }
+    if (strcmp(key, "pin") == 0) {
+        if (started) return usched__error(EBUSY, "pin: cannot change after start");
+        if (value && strcmp(value, "0") == 0) s->pin = 0;
+        else if (value && strcmp(value, "1") == 0) s->pin = 1;
+        else return usched__error(EINVAL, "pin: '%s' is not 0 or 1", value ? value : "(null)");
+        return 0;
+    }
+    return usched__error(ENOENT, "set: unknown key '%s' (policy, topology, cpus, knobs, stack_size, pin)",
+                         key);
+}
+
+static int apply_env(usched_t *s)
+{
+    static const struct { const char *env, *key; } map[] = {
+        {"USCHED_POLICY", "policy"}, {"USCHED_KNOBS", "knobs"},
+        {"USCHED_TOPOLOGY", "topology"}, {"USCHED_CPUS", "cpus"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        const char *v = getenv(map[i].env);
+        if (!v) continue;
+        int rc = usched_set(s, map[i].key, v);
+        if (rc < 0) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "%s", usched_last_error());
+            return usched__error(-rc, "%s: %s", map[i].env, detail);
+        }
+    }
+    return 0;
+}
+
+USCHED_EXPORT int usched_create(usched_t **out)
+{
+    if (!out) return usched__error(EINVAL, "create: out is NULL");
+    *out = NULL;
+    usched_t *s = calloc(1, sizeof *s);
+    if (!s) return -ENOMEM;
+    s->stack_size = USCHED_DEFAULT_STACK;
+    s->pin = -1;
+    usched__knobs_default(&s->knobs);
+    pthread_mutex_init(&s->gq_lock, NULL);
+    pthread_mutex_init(&s->lock, NULL);
+    s->pol.s = s;
+    s->policy_name = strdup("usched");
+    int rc = s->policy_name ? apply_env(s) : -ENOMEM;
+    if (rc < 0) {
+        usched_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+static void free_workers(usched_t *s)
+{
+    if (!s->wk) return;
+    for (int c = 0; c < s->ncpus; c++) {
+        if (!s->wk[c]) continue;
+        usched__timers_fini(s->wk[c]);
+        free(s->wk[c]->pol_state);
+        free(s->wk[c]);
+    }
+    free(s->wk);
+    s->wk = NULL;
+}
+
+static int pin_thread(usched_t *s, struct usched__wk *w)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(usched__topo_os_index(s->topo, w->cpu), &set);
+    return pthread_setaffinity_np(w->thread, sizeof set, &set);
+}
+
+USCHED_EXPORT int usched_start(usched_t *s)
+{
+    if (!s) return usched__error(EINVAL, "start: scheduler is NULL");
+    if (atomic_load(&s->started)) return usched__error(EBUSY, "start: already started");
+    s->ops = usched__policy_find(s->policy_name);
+    if (!s->ops) return check_policy(s->policy_name);
+    char err[256];
+    int rc = usched__topo_load(&s->topo, s->topology, s->cpus, err, sizeof err);
+    if (rc < 0) return usched__error(-rc, "%s", err);
+    s->ncpus = usched__topo_ncpus(s->topo);
+    if ((rc = usched__idlemask_init(&s->idle_cpus, s->ncpus)) < 0 ||
+        (rc = usched__idlemask_init(&s->idle_cores, s->ncpus)) < 0)
+        goto fail;
+    s->wk = calloc((size_t)s->ncpus, sizeof *s->wk);
+    if (!s->wk) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (int c = 0; c < s->ncpus; c++) {
+        struct usched__wk *w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
+        if (!w) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        memset(w, 0, sizeof *w);
+        s->wk[c] = w;
+        w->s = s;
+        w->cpu = c;
+        w->rng = 0x9e3779b9u * (unsigned)(c + 1);
+        usched__ring_init(&w->ring);
+        usched__inbox_init(&w->inbox);
+        usched__timers_init(w);
+        if (s->ops->cpu_state_size && !(w->pol_state = calloc(1, s->ops->cpu_state_size))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    if (s->ops->init && (rc = s->ops->init(&s->pol)) < 0) {
+        usched__error(-rc, "policy %s: init failed", s->ops->name);
+        goto fail;
+    }
+    atomic_store(&s->started, 1);
+    bool pin = s->pin == 1 || (s->pin == -1 && usched__topo_is_live(s->topo));
+    for (int c = 0; c < s->ncpus; c++) {
+        struct usched__wk *w = s->wk[c];
+        if ((rc = -pthread_create(&w->thread, NULL, usched__worker_main, w)) < 0) {
+            usched__error(-rc, "start: cannot create worker %d", c);
+            atomic_store(&s->stopping, 1);
+            usched__kick_all(s);
+            for (int j = 0; j < c; j++) pthread_join(s->wk[j]->thread, NULL);
+            for (int j = 0; j < c; j++) s->wk[j]->thread_started = 0;
+            atomic_store(&s->started, 0);
+            atomic_store(&s->stopping, 0);
+            goto fail;
+        }
+        w->thread_started = 1;
+        if (pin) pin_thread(s, w); /* best effort: a CPU may be gone */
+    }
+    return 0;
+fail:
+    if (s->ops && s->ops->exit && atomic_load(&s->started)) s->ops->exit(&s->pol);
+    free_workers(s);
+    usched__idlemask_fini(&s->idle_cpus);
+    usched__idlemask_fini(&s->idle_cores);
+    usched__topo_free(s->topo);
+    s->topo = NULL;
+    s->ncpus = 0;
+    return rc;
+}
+
+USCHED_EXPORT int usched_ncpus(usched_t *s)
+{
+    if (!s) return usched__error(EINVAL, "ncpus: scheduler is NULL");
+    if (!atomic_load(&s->started)) return usched__error(ESRCH, "ncpus: scheduler not started");
+    return s->ncpus;
+}
+
+USCHED_EXPORT int usched_wait(usched_t *s)
+{
+    if (!s) return usched__error(EINVAL, "wait: scheduler is NULL");
+    if (!atomic_load(&s->started)) return usched__error(ESRCH, "wait: scheduler not started");
+    struct usched__wk *w = usched__self_wk();
+    if (w && w->s == s) return usched__error(EDEADLK, "wait: called from a fiber of the same scheduler");
+    usched__wait_live(s, false);
+    return 0;
+}
+
+USCHED_EXPORT int usched_destroy(usched_t *s)
+{
+    if (!s) return usched__error(EINVAL, "destroy: scheduler is NULL");
+    struct usched__wk *self = usched__self_wk();
+    if (self && self->s == s) return usched__error(EDEADLK, "destroy: called from a fiber of the same scheduler");
+    int rc = 0;
+    if (atomic_load(&s->started)) {
+        if (usched__wait_live(s, true) == -EDEADLK) {
+            unsigned long long n = (unsigned long long)atomic_load(&s->live);
+            fprintf(stderr, "usched: destroy: %llu fiber%s blocked forever; their stacks are not reclaimed\n",
+                    n, n == 1 ? "" : "s");
+            rc = usched__error(EDEADLK, "destroy: %llu fibers were blocked forever", n);
+        }
+        atomic_store(&s->stopping, 1);
+        usched__kick_all(s);
+        for (int c = 0; c < s->ncpus; c++)
+            if (s->wk[c]->thread_started) pthread_join(s->wk[c]->thread, NULL);
+        if (s->ops->exit) s->ops->exit(&s->pol);
+    }
+    free_workers(s);
+    usched__idlemask_fini(&s->idle_cpus);
+    usched__idlemask_fini(&s->idle_cores);
+    usched__topo_free(s->topo);
+    pthread_mutex_destroy(&s->gq_lock);
+    pthread_mutex_destroy(&s->lock);
+    free(s->policy_name);
+    free(s->topology);
+    free(s->cpus);
+    free(s);
+    return rc;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+static uint64_t stat_sum(usched_t *s, int id)
+{
+    uint64_t v = atomic_load_explicit(&s->outside_stats.v[id], memory_order_relaxed);
+    for (int c = 0; c < s->ncpus; c++)
+        v += atomic_load_explicit(&s->wk[c]->stats.v[id], memory_order_relaxed);
+    return v;
+}
+
+USCHED_EXPORT int usched_stat(usched_t *s, const char *name, uint64_t *value)
+{
+    if (!s || !name || !value) return usched__error(EINVAL, "stat: NULL argument");
+    int id = usched__stat_lookup(name);
+    if (id < 0) return usched__error(ENOENT, "stat: unknown counter '%s'", name);
+    *value = stat_sum(s, id);
+    return 0;
+}
+
+USCHED_EXPORT int usched_stats_print(usched_t *s, FILE *f)
+{
+    if (!s || !f) return usched__error(EINVAL, "stats_print: NULL argument");
+    for (int i = 0; i < USCHED_NSTATS; i++)
+        fprintf(f, "%-20s %llu\n", usched__stat_name(i), (unsigned long long)stat_sum(s, i));
+    return 0;
+}
+
+USCHED_EXPORT int usched_stats_reset(usched_t *s)
+{
+    if (!s) return usched__error(EINVAL, "stats_reset: NULL argument");
+    for (int i = 0; i < USCHED_NSTATS; i++) {
+        atomic_store(&s->outside_stats.v[i], 0);
+        for (int c = 0; c < s->ncpus; c++) atomic_store(&s->wk[c]->stats.v[i], 0);
+    }
+    return 0;
+}
