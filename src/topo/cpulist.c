@@ -71,6 +71,10 @@ int usched__cpulist_parse(const char *s, int limit, uint64_t *mask, int words,
             }
             p = skip_blanks(p);
         }
+        if (hi >= limit && limit == 0) {
+            snprintf(err, errlen, "cpus '%s': CPU %ld is out of range (there are no CPUs)", s, hi);
+            return -EINVAL;
+        }
         if (hi >= limit) {
             snprintf(err, errlen, "cpus '%s': CPU %ld is out of range (%d CPUs: 0-%d)", s,
                      hi, limit, limit - 1);
