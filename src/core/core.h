@@ -176,6 +176,21 @@ uint64_t usched__timers_next(struct usched__wk *w); /* UINT64_MAX if none */
 void usched__mark_idle(struct usched *s, int cpu);
 void usched__mark_busy(struct usched *s, int cpu);
 
+/* A full (StoreLoad) fence for the Dekker-style protocols (parking P2,
+ * waking W2). TSan does not model fences, so under TSan it is a seq_cst
+ * read-modify-write, which TSan sees as synchronisation. */
+#if !defined(__SANITIZE_THREAD__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define __SANITIZE_THREAD__ 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+extern _Atomic uint32_t usched__fence_word;
+#define usched__full_fence() atomic_fetch_add_explicit(&usched__fence_word, 0, memory_order_seq_cst)
+#else
+#define usched__full_fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
 static inline void usched__spin_lock(_Atomic uint32_t *l)
 {
     for (;;) {

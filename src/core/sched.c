@@ -71,6 +71,7 @@
 #include "core/export.h"
 
 static __thread struct usched__wk *tls_wk;
+_Atomic uint32_t usched__fence_word;
 
 struct usched__wk *usched__self_wk(void) __attribute__((noinline));
 struct usched__wk *usched__self_wk(void)
@@ -270,7 +271,7 @@ static void remote_put(usched_t *s, struct usched__wk *from, struct usched_task 
     struct usched__wk *w = wk_of(s, cpu);
     atomic_fetch_add_explicit(&w->inbox_n, 1, memory_order_relaxed);
     usched__inbox_push(&w->inbox, &t->node); /* W1 */
-    atomic_thread_fence(memory_order_seq_cst); /* W2 */
+    usched__full_fence(); /* W2 */
     kick(s, from, cpu);                        /* W3 */
 }
 
@@ -376,7 +377,7 @@ static void place(usched_t *s, struct usched_task *t, unsigned flags)
         struct usched_task *one = t;
         gq_push_many(s, &one, 1);
         stat_inc(self, s, USCHED_STAT_wake_shared);
-        atomic_thread_fence(memory_order_seq_cst);
+        usched__full_fence();
         if (r.cpu != waker) kick(s, self, r.cpu);
         return;
     }
