@@ -112,6 +112,9 @@ static void *thief(void *arg)
             if (!mode_into && i <= last) TEST_FAIL_("thief %d popped %ld after %ld", self, i, last);
             last = i;
             consume(p);
+            /* "into": keep the batch a while, so the owner (and the other
+             * thieves) find it to steal back. */
+            if (mode_into) sched_yield();
         } else if (try_steal(self, &rot)) {
             last = -1;
         } else {
