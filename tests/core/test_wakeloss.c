@@ -1,0 +1,148 @@
+/*
+ * Wake-up loss: many rounds of park/wake races across CPUs, with spin_us=0
+ * (every idle CPU parks at once: the tightest race) and with the default
+ * spin. A watchdog thread fails the test, instead of letting it hang, if no
+ * round completes for 10 seconds while a runnable fiber is waiting.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "core/sched.h"
+#include "test.h"
+#include "usched.h"
+
+static usched_t *s;
+static _Atomic long progress;
+static _Atomic int finished;
+static const char *phase = "";
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    long last = -1;
+    int still = 0;
+    while (!atomic_load(&finished)) {
+        sleep(1);
+        long p = atomic_load(&progress);
+        still = p == last ? still + 1 : 0;
+        last = p;
+        if (still >= 10) {
+            fprintf(stderr, "watchdog: no progress for 10 s in phase '%s' at round %ld: a wake-up was lost\n",
+                    phase, p);
+            usched_stats_print(s, stderr);
+            abort();
+        }
+    }
+    return NULL;
+}
+
+static void nop(void *arg)
+{
+    (void)arg;
+}
+
+/* Phase 1: join across CPUs (remote spawn wakes a parked CPU; the exit wakes
+ * the joiner back on a CPU that may be parking). */
+static void cross_join(void *arg)
+{
+    long n = (long)arg;
+    int ncpus = usched_ncpus(s);
+    for (long i = 0; i < n; i++) {
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn_on(s, &t, (int)((usched_self_cpu() + 1 + i) % ncpus), nop, NULL));
+        ASSERT_OK(usched_join(t));
+        atomic_fetch_add(&progress, 1);
+    }
+}
+
+/* Phase 2: block/wake ping-pong between two fibers on different CPUs through
+ * the core's blocking protocol. */
+struct pp {
+    _Atomic uint32_t lock;
+    usched_task_t *waiter[2];
+    int turn;
+    long n;
+};
+
+static void pp_unlock(void *arg)
+{
+    atomic_store_explicit(&((struct pp *)arg)->lock, 0, memory_order_release);
+}
+
+static void pp_lock(struct pp *p)
+{
+    while (atomic_exchange_explicit(&p->lock, 1, memory_order_acquire)) usched_yield();
+}
+
+static void pp_fiber(void *arg)
+{
+    struct pp *p = arg;
+    int me = usched_self_cpu() == 0 ? 0 : 1;
+    for (long i = 0; i < p->n; i++) {
+        pp_lock(p);
+        while (p->turn != me) {
+            p->waiter[me] = usched__current();
+            usched__block(pp_unlock, p);
+            pp_lock(p);
+        }
+        p->turn = !me;
+        usched_task_t *other = p->waiter[!me];
+        p->waiter[!me] = NULL;
+        pp_unlock(p);
+        if (other) usched__wake(other, 0);
+        atomic_fetch_add(&progress, 1);
+    }
+}
+
+/* Phase 3: an outside thread spawns bursts into an idle (parked) scheduler. */
+static void outside_bursts(long rounds)
+{
+    for (long r = 0; r < rounds; r++) {
+        usched_task_t *t[4];
+        for (int i = 0; i < 4; i++) ASSERT_OK(usched_spawn(s, &t[i], nop, NULL));
+        for (int i = 0; i < 4; i++) ASSERT_OK(usched_join(t[i]));
+        atomic_fetch_add(&progress, 1);
+        if (r % 64 == 0) usleep(200); /* let every worker park */
+    }
+}
+
+static void run(const char *topo, const char *knobs)
+{
+    ASSERT_OK(usched_create(&s));
+    if (topo) ASSERT_OK(usched_set(s, "topology", topo));
+    ASSERT_OK(usched_set(s, "knobs", knobs));
+    ASSERT_OK(usched_start(s));
+    printf("%s, %s\n", topo ? topo : "this machine", knobs);
+
+    phase = "cross join";
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn_on(s, &t, 0, cross_join, (void *)test_scale(8000)));
+    ASSERT_OK(usched_join(t));
+
+    phase = "block/wake ping-pong";
+    struct pp p = {.turn = 0, .n = test_scale(8000)};
+    usched_task_t *a, *b;
+    ASSERT_OK(usched_spawn_on(s, &a, 0, pp_fiber, &p));
+    ASSERT_OK(usched_spawn_on(s, &b, usched_ncpus(s) - 1, pp_fiber, &p));
+    ASSERT_OK(usched_join(a));
+    ASSERT_OK(usched_join(b));
+
+    phase = "outside bursts";
+    outside_bursts(test_scale(2000));
+    ASSERT_OK(usched_destroy(s));
+}
+
+int main(void)
+{
+    pthread_t wd;
+    pthread_create(&wd, NULL, watchdog, NULL);
+    run(NULL, "spin_us=0");
+    run(NULL, "spin_us=50");
+    run("pack:2 l3:1 l2:6 core:1 pu:2", "spin_us=0");
+    run("pack:2 l3:1 l2:6 core:1 pu:2", "spin_us=20");
+    atomic_store(&finished, 1);
+    pthread_join(wd, NULL);
+    printf("ok: %ld rounds\n", atomic_load(&progress));
+    return 0;
+}
