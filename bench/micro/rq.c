@@ -52,6 +52,31 @@ static void pin(int cpu)
 
 static void *item(long i) { return (void *)(uintptr_t)(i + 1); }
 
+/* Two-thread runs: the caller (CPU 0) starts the peer (CPU 1), and both
+ * begin when the peer is pinned. */
+static _Atomic int go;
+
+static pthread_t start_peer(void *(*fn)(void *))
+{
+    pthread_t th;
+    atomic_store(&go, 0);
+    if (pthread_create(&th, NULL, fn, NULL) != 0) {
+        fprintf(stderr, "bench_rq: cannot create a thread\n");
+        exit(1);
+    }
+    pin(0);
+    while (atomic_load(&go) != 1) {}
+    atomic_store(&go, 2);
+    return th;
+}
+
+static void peer_ready(void)
+{
+    pin(1);
+    atomic_store(&go, 1);
+    while (atomic_load(&go) != 2) {}
+}
+
 /* Stand-in for running a fiber. */
 static inline void run(int work)
 {
@@ -171,7 +196,6 @@ RINGS(OWNER_BENCH)
 
 /* ---- steal -------------------------------------------------------------- */
 static _Atomic long st_consumed;
-static _Atomic int st_go;
 static int st_work;
 
 #define STEAL_BENCH(K)                                                          \
@@ -180,8 +204,7 @@ static int st_work;
     static void *thief_##K(void *arg)                                           \
     {                                                                           \
         (void)arg;                                                              \
-        pin(1);                                                                 \
-        while (!atomic_load(&st_go)) {}                                         \
+        peer_ready();                                                           \
         long stolen = 0, steals = 0;                                            \
         while (atomic_load_explicit(&st_consumed, memory_order_relaxed) < st_n_##K) { \
             void *last;                                                         \
@@ -205,11 +228,7 @@ static int st_work;
         K##_init(&st_##K[1]);                                                   \
         st_n_##K = n;                                                           \
         atomic_store(&st_consumed, 0);                                          \
-        atomic_store(&st_go, 0);                                                \
-        pthread_t th;                                                           \
-        pthread_create(&th, NULL, thief_##K, NULL);                             \
-        pin(0);                                                                 \
-        atomic_store(&st_go, 1);                                                \
+        pthread_t th = start_peer(thief_##K);                                   \
         double t0 = now();                                                      \
         long own = 0;                                                           \
         for (long i = 0; i < n; i++)                                            \
@@ -239,7 +258,6 @@ typedef struct {
     long seq;
 } inode_t;
 static inode_t *inodes;
-static _Atomic int in_go;
 
 /* usched inbox_mpsc */
 typedef usched__inbox_mpsc_t inbox_q;
@@ -307,8 +325,7 @@ static inline inode_t *ckmpsc_get(ckmpsc_q *q)
     static void *producer_##K(void *arg)                                        \
     {                                                                           \
         (void)arg;                                                              \
-        pin(1);                                                                 \
-        while (!atomic_load(&in_go)) {}                                         \
+        peer_ready();                                                           \
         for (long i = 0; i < ib_n_##K; i++)                                     \
             K##_put(&ib_##K, &inodes[i]);                                       \
         return NULL;                                                            \
@@ -317,11 +334,7 @@ static inline inode_t *ckmpsc_get(ckmpsc_q *q)
     {                                                                           \
         K##_init(&ib_##K);                                                      \
         ib_n_##K = n;                                                           \
-        atomic_store(&in_go, 0);                                                \
-        pthread_t th;                                                           \
-        pthread_create(&th, NULL, producer_##K, NULL);                          \
-        pin(0);                                                                 \
-        atomic_store(&in_go, 1);                                                \
+        pthread_t th = start_peer(producer_##K);                                \
         double t0 = now();                                                      \
         long got = 0, empty = 0, bad = 0;                                       \
         while (got < n) {                                                       \
