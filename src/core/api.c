@@ -126,6 +126,7 @@ USCHED_EXPORT int usched_create(usched_t **out)
     pthread_mutex_init(&s->gq_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     s->pol.s = s;
+    atomic_store(&s->next_id_block, 1); /* id 0 means "not a fiber" */
     s->policy_name = strdup("usched");
     int rc = s->policy_name ? apply_env(s) : -ENOMEM;
     if (rc < 0) {

@@ -20,6 +20,12 @@
 #include "usched.h"
 #include "usched/policy.h"
 
+/* ops->flags bit: the policy reads run time since wake-up (usched_pol_cpu_current),
+ * so the core timestamps wake-ups and switches (costs a clock read each). */
+#ifndef USCHED_OPS_TRACK_TIME
+#define USCHED_OPS_TRACK_TIME 0x4u
+#endif
+
 #define USCHED_DEFAULT_STACK (64 * 1024)
 #define USCHED_GLOBAL_EVERY 61 /* picks between global-queue checks (Go's 61) */
 #define USCHED_STACK_CACHE 32  /* stacks kept per CPU */
@@ -82,7 +88,9 @@ struct usched__wk {
     _Atomic int32_t inbox_n;             /* pushers add, owner subtracts */
     _Atomic uint32_t nbound;             /* owner writes, anyone reads */
     _Atomic(struct usched_task *) current; /* owner writes, policies read */
-    _Atomic uint64_t cur_woke_ns;        /* owner writes */
+    _Atomic uint64_t cur_woke_ns;        /* owner writes (TRACK_TIME only) */
+    _Atomic uint64_t cur_start_ns;       /* when the current fiber started running */
+    _Atomic uint64_t cur_ran_ns;         /* its run time since wake before that */
 
     /* ---- parking: state is the futex word (any CPU CASes PARKED->RUNNING) */
     _Atomic uint32_t state __attribute__((aligned(64)));

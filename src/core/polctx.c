@@ -114,10 +114,13 @@ USCHED_EXPORT uint64_t usched_pol_cpu_current(const usched_pol_ctx_t *ctx, int c
 {
     struct usched__wk *w = S(ctx)->wk[cpu];
     struct usched_task *t = atomic_load_explicit(&w->current, memory_order_acquire);
-    uint64_t woke = atomic_load_explicit(&w->cur_woke_ns, memory_order_relaxed);
     if (ran_since_wake_ns) {
+        /* Run time since its wake-up: before this run, plus this run so far.
+         * Needs USCHED_OPS_TRACK_TIME in the policy's flags (else 0). */
+        uint64_t start = atomic_load_explicit(&w->cur_start_ns, memory_order_relaxed);
+        uint64_t before = atomic_load_explicit(&w->cur_ran_ns, memory_order_relaxed);
         uint64_t now = usched__now_ns();
-        *ran_since_wake_ns = t && woke && now > woke ? now - woke : 0;
+        *ran_since_wake_ns = t && start && now > start ? before + (now - start) : 0;
     }
     /* The id is read from a descriptor that may just have been released; it
      * is at worst stale, never unmapped (stacks are never unmapped). */

@@ -326,9 +326,14 @@ static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int w
     int pl = prev >= 0 ? usched__topo_group(s->topo, prev, TOPO_LLC) : -1;
     int wl = waker >= 0 ? usched__topo_group(s->topo, waker, TOPO_LLC) : -1;
     if (llc == pl || llc == wl) return;
-    int home = wl >= 0 ? wl : pl;
-    if (usched__idlemask_find(&s->idle_cpus, usched__topo_group_mask(s->topo, TOPO_LLC, home), 0) >= 0)
-        stat_inc(from, s, USCHED_STAT_wake_cross_llc);
+    for (int k = 0; k < 2; k++) {
+        int home = k ? pl : wl;
+        if (home >= 0 &&
+            usched__idlemask_find(&s->idle_cpus, usched__topo_group_mask(s->topo, TOPO_LLC, home), 0) >= 0) {
+            stat_inc(from, s, USCHED_STAT_wake_cross_llc);
+            return;
+        }
+    }
 }
 
 /*
@@ -394,8 +399,10 @@ static void place(usched_t *s, struct usched_task *t, unsigned flags)
 
 void usched__wake(usched_task_t *t, unsigned flags)
 {
-    t->woke_ns = 0; /* filled lazily: the policy notifications read it */
-    t->ran_ns = 0;
+    if (t->s->ops->flags & USCHED_OPS_TRACK_TIME) {
+        t->woke_ns = usched__now_ns();
+        t->ran_ns = 0;
+    }
     place(t->s, t, USCHED_SEL_WAKE | (flags & USCHED_SEL_SYNC));
 }
 
@@ -684,14 +691,27 @@ static const int steal_stat[TOPO_NLEVELS] = {
     USCHED_STAT_steal_smt, USCHED_STAT_steal_l2, USCHED_STAT_steal_llc,
     USCHED_STAT_steal_package, USCHED_STAT_steal_numa, USCHED_STAT_steal_machine};
 
+static bool may_steal(usched_t *s)
+{
+    return usched__knob_get(&s->knobs, USCHED_KNOB_steal) && s->ncpus > 1 &&
+           !(s->ops->flags & (USCHED_OPS_NO_STEAL | USCHED_OPS_SHARED_RQ));
+}
+
+/* How many fibers thief may take from victim (0 none, -1 half): the policy's
+ * want_steal, or within the LLC any load, beyond it load >= steal_thresh. */
+static int steal_want(usched_t *s, int thief, int victim, int level, unsigned load)
+{
+    if (s->ops->want_steal) return s->ops->want_steal(&s->pol, thief, victim, level, load);
+    int thresh = (int)usched__knob_get(&s->knobs, USCHED_KNOB_steal_thresh);
+    return (level <= TOPO_LLC || (int)load >= thresh) ? -1 : 0;
+}
+
 /* Steals from victims in the policy's order (the topology order by default,
  * rotating the start inside each distance band). On the last pass it may
  * take a victim's next slot, after a short back-off (Go's runnext rule). */
 static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pass)
 {
-    if (!usched__knob_get(&s->knobs, USCHED_KNOB_steal) || (s->ops->flags & USCHED_OPS_NO_STEAL) ||
-        (s->ops->flags & USCHED_OPS_SHARED_RQ) || s->ncpus == 1)
-        return NULL;
+    if (!may_steal(s)) return NULL;
     int order[s->ncpus];
     int n;
     if (s->ops->steal_order) {
@@ -713,7 +733,6 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
             if (hi > lo) lo = hi;
         }
     }
-    int thresh = (int)usched__knob_get(&s->knobs, USCHED_KNOB_steal_thresh);
     for (int i = 0; i < n; i++) {
         int v = order[i];
         if (v == w->cpu || v < 0 || v >= s->ncpus) continue;
@@ -721,11 +740,7 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
         int level = usched__topo_level_shared(s->topo, w->cpu, v);
         unsigned load = usched__ring_len(&vw->ring);
         if (load) {
-            int want;
-            if (s->ops->want_steal)
-                want = s->ops->want_steal(&s->pol, w->cpu, v, level, load);
-            else
-                want = (level <= TOPO_LLC || (int)load >= thresh) ? -1 : 0;
+            int want = steal_want(s, w->cpu, v, level, load);
             if (want != 0) {
                 unsigned taken = 0;
                 struct usched_task *t = usched__ring_steal(&vw->ring, &w->ring, &taken);
@@ -762,10 +777,13 @@ static bool work_visible(usched_t *s, struct usched__wk *w)
     if (!usched__inbox_empty(&w->inbox) || atomic_load(&w->next) || usched__ring_len(&w->ring) ||
         w->bound_head || atomic_load(&s->gq_n))
         return true;
-    if (!usched__knob_get(&s->knobs, USCHED_KNOB_steal) || (s->ops->flags & (USCHED_OPS_NO_STEAL | USCHED_OPS_SHARED_RQ)))
-        return false;
-    for (int c = 0; c < s->ncpus; c++)
-        if (c != w->cpu && usched__ring_len(&wk_of(s, c)->ring)) return true;
+    if (!may_steal(s)) return false;
+    for (int c = 0; c < s->ncpus; c++) {
+        if (c == w->cpu) continue;
+        unsigned load = usched__ring_len(&wk_of(s, c)->ring);
+        if (load && steal_want(s, w->cpu, c, usched__topo_level_shared(s->topo, w->cpu, c), load))
+            return true;
+    }
     return false;
 }
 
@@ -889,7 +907,14 @@ static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
     }
     t->cpu = w->cpu;
     w->cur = t;
-    atomic_store_explicit(&w->current, t, memory_order_relaxed);
+    bool timed = s->ops->flags & USCHED_OPS_TRACK_TIME;
+    if (timed) {
+        t->run_start_ns = usched__now_ns();
+        atomic_store_explicit(&w->cur_woke_ns, t->woke_ns, memory_order_relaxed);
+        atomic_store_explicit(&w->cur_ran_ns, t->ran_ns, memory_order_relaxed);
+        atomic_store_explicit(&w->cur_start_ns, t->run_start_ns, memory_order_relaxed);
+    }
+    atomic_store_explicit(&w->current, t, memory_order_release);
     if (s->ops->running) {
         struct usched_task_info ti;
         fill_info(t, &ti, 0);
@@ -902,6 +927,10 @@ static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
     if (!t->stack.guarded) usched__stack_check(&t->stack, t->id);
     w->cur = NULL;
     atomic_store_explicit(&w->current, NULL, memory_order_relaxed);
+    if (timed) {
+        t->last_ran_ns = usched__now_ns();
+        t->ran_ns += t->last_ran_ns - t->run_start_ns;
+    }
     int post = w->post;
     w->post = POST_NONE;
     if (s->ops->stopping) {
