@@ -8,7 +8,9 @@
  * old side's bounds). A host (worker thread) stack's bounds are not known up
  * front: the fiber it switches to learns them in its finish call and stores
  * them in the host context through `asan_from`. The last switch out of a
- * dying fiber passes NULL so ASan frees the fiber's fake stack.
+ * dying fiber passes NULL so ASan frees the fiber's fake stack. The frames
+ * a dead fiber never returned from stay poisoned, so making a context on a
+ * reused stack clears that poison first.
  *
  * ThreadSanitizer models each fiber as its own "thread": create one per
  * fiber, switch to it before every switch (flag 0: the switch is a
@@ -44,6 +46,7 @@
 #endif
 
 #if FCTX_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if FCTX_TSAN
@@ -68,6 +71,15 @@ void usched__fctx_make(usched__fctx_t *f, void *lo, size_t size,
                        void (*entry)(void *), void *arg)
 {
     *f = (usched__fctx_t){ .stack_lo = lo, .stack_size = size };
+#if FCTX_ASAN
+    /* A reused stack still carries the redzones of the frames its previous
+     * fiber never returned from. Clear them, but only from the lowest
+     * poisoned byte up, so the shadow of untouched stack stays untouched
+     * (unpoisoning all of it would commit size/8 bytes of shadow). */
+    char *bad = __asan_region_is_poisoned(lo, size);
+    if (bad)
+        __asan_unpoison_memory_region(bad, (size_t)((char *)lo + size - bad));
+#endif
     usched__ctx_make(&f->ctx, lo, size, entry, arg);
     f->asan_bottom = lo;
     f->asan_size = size;

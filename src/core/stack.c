@@ -74,17 +74,6 @@
 #include "core/error.h"
 #include "core/stack.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define STACK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define STACK_ASAN 1
-#endif
-#endif
-#if STACK_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
@@ -443,11 +432,6 @@ void usched__stack_free(usched__stack_t *st)
         (void)r;
         abort();
     }
-#if STACK_ASAN
-    /* Frames of a finished fiber never returned: drop their redzones so the
-     * next fiber on this stack starts clean. */
-    __asan_unpoison_memory_region(st->lo, st->size);
-#endif
     if (atomic_load_explicit(&p->nfree, memory_order_relaxed) >= p->dirty_max) {
         madvise(st->lo, st->size, MADV_DONTNEED);
         atomic_fetch_add_explicit(&S.released, 1, memory_order_relaxed);
