@@ -131,7 +131,23 @@ int usched_stats_reset(usched_t *s);
  * failure: -ENOENT (missing path), -EINVAL (bad input, cpus or format). */
 int usched_topo_print(FILE *f, const char *input, const char *cpus, const char *format);
 
-/* ---- blocking primitives (in fibers) --------------------------------------- */
+/* ---- blocking primitives ------------------------------------------------- */
+/*
+ * Channels, sleep, mutex, condition variable, semaphore and waitgroup, all
+ * built on one wait-queue mechanism (docs/sync.md). A fiber that blocks
+ * parks (its worker runs other fibers); the wake-up places it through the
+ * policy, like any other wake-up.
+ *
+ * Outside threads (not fibers) may call every one of them: the thread itself
+ * blocks (on a futex), so a plain thread can feed a channel that fibers read,
+ * or take a mutex shared with fibers. usched_sleep_ns outside a fiber is
+ * nanosleep.
+ *
+ * Errors: NULL or uninitialised/destroyed objects -EINVAL; destroying an
+ * object that fibers or threads wait on -EBUSY; timed calls -ETIMEDOUT when
+ * the time runs out (a timeout of 0 only checks). Timers fire on the CPU the
+ * fiber blocked on, within the slack documented in docs/sync.md.
+ */
 
 /* Private wait-queue state embedded in the public primitives. Do not touch. */
 struct usched__waitq {
@@ -141,40 +157,66 @@ struct usched__waitq {
     void *tail;
 };
 
+/* Channels carry void * messages in FIFO order; each message is received
+ * exactly once. capacity 0 is a rendezvous: send returns once a receiver has
+ * the message. */
 typedef struct usched_chan usched_chan_t;
 int usched_chan_create(usched_chan_t **out, size_t capacity); /* 0 = rendezvous */
 int usched_chan_send(usched_chan_t *c, void *msg);            /* -EPIPE once closed */
 int usched_chan_recv(usched_chan_t *c, void **msg);           /* -EPIPE when closed and drained */
 int usched_chan_try_send(usched_chan_t *c, void *msg);        /* -EAGAIN if it would block */
-int usched_chan_try_recv(usched_chan_t *c, void **msg);
-int usched_chan_recv_timeout(usched_chan_t *c, void **msg, uint64_t timeout_ns);
+int usched_chan_try_recv(usched_chan_t *c, void **msg);       /* -EAGAIN if it would block */
+int usched_chan_recv_timeout(usched_chan_t *c, void **msg, uint64_t timeout_ns); /* -ETIMEDOUT */
+/* Closes: every waiting sender and receiver returns -EPIPE (a sender's
+ * message was not delivered); buffered messages stay receivable. Closing
+ * twice: -EPIPE. */
 int usched_chan_close(usched_chan_t *c);
-int usched_chan_destroy(usched_chan_t *c);
+int usched_chan_destroy(usched_chan_t *c);                    /* -EBUSY while waited on */
 
+/* Sleeps at least ns nanoseconds (0 yields). */
 int usched_sleep_ns(uint64_t ns);
 
+/* The structs below are complete so that they can be embedded; their fields
+ * are private. Initialise with the _init call (a zeroed object is invalid). */
+
+/* Mutex: FIFO hand-off under contention, a short spin before parking.
+ * -EDEADLK when the owner locks it again, -EPERM when a non-owner unlocks
+ * it, -EBUSY from trylock when held and from destroy when held or waited
+ * on. */
 typedef struct usched_mutex {
-    uint32_t state;
-    uint32_t _spare;
+    uint32_t _state; /* LOCKED and WAITERS bits */
+    uint32_t _magic;
     struct usched__waitq _wq;
-    uint64_t _reserved[2];
+    uint64_t _owner; /* identity of the holder, 0 when free */
+    uint64_t _reserved[1];
 } usched_mutex_t;
 
+/* Condition variable: wait/timedwait need the mutex held (-EPERM if not),
+ * release it while waiting and hold it again on return, timeout included. */
 typedef struct usched_cond {
     struct usched__waitq _wq;
-    uint64_t _reserved[2];
+    uint32_t _magic;
+    uint32_t _spare;
+    uint64_t _reserved[1];
 } usched_cond_t;
 
+/* Counting semaphore; post hands a permit directly to the first waiter. */
 typedef struct usched_sem {
-    uint64_t value;
+    uint64_t _value;
     struct usched__waitq _wq;
-    uint64_t _reserved[2];
+    uint32_t _magic;
+    uint32_t _spare;
+    uint64_t _reserved[1];
 } usched_sem_t;
 
+/* Waitgroup: wait returns once the count is 0. add making it negative:
+ * -EINVAL (the count is left unchanged). */
 typedef struct usched_wg {
-    int64_t count;
+    int64_t _count;
     struct usched__waitq _wq;
-    uint64_t _reserved[2];
+    uint32_t _magic;
+    uint32_t _spare;
+    uint64_t _reserved[1];
 } usched_wg_t;
 
 int usched_mutex_init(usched_mutex_t *m);
@@ -187,19 +229,52 @@ int usched_cond_init(usched_cond_t *c);
 int usched_cond_destroy(usched_cond_t *c);
 int usched_cond_wait(usched_cond_t *c, usched_mutex_t *m);
 int usched_cond_timedwait(usched_cond_t *c, usched_mutex_t *m, uint64_t timeout_ns);
-int usched_cond_signal(usched_cond_t *c);
-int usched_cond_broadcast(usched_cond_t *c);
+int usched_cond_signal(usched_cond_t *c);    /* wakes the longest waiter */
+int usched_cond_broadcast(usched_cond_t *c); /* wakes every waiter */
 
 int usched_sem_init(usched_sem_t *s, unsigned value);
 int usched_sem_destroy(usched_sem_t *s);
 int usched_sem_wait(usched_sem_t *s);
-int usched_sem_post(usched_sem_t *s);
+int usched_sem_post(usched_sem_t *s); /* -EOVERFLOW beyond 2^32 - 1 permits */
 
 int usched_wg_init(usched_wg_t *w);
 int usched_wg_destroy(usched_wg_t *w);
 int usched_wg_add(usched_wg_t *w, int n);
-int usched_wg_done(usched_wg_t *w);
+int usched_wg_done(usched_wg_t *w); /* usched_wg_add(w, -1) */
 int usched_wg_wait(usched_wg_t *w);
+
+/* ---- policies and knobs ---------------------------------------------------- */
+/* The placement policies (`usched policies`) and the knobs (`usched knobs`),
+ * for listing. Policies are chosen with usched_set(s, "policy", name) or
+ * USCHED_POLICY; knobs are set with usched_set(s, "knobs", "smt=0,affine=1"),
+ * USCHED_KNOBS or the CLI. Policy authors: include/usched/policy.h. */
+
+/* Number of policies (built-in and registered), and the name and one-line
+ * description of the i-th; NULL when i is out of range. */
+int usched_policy_count(void);
+const char *usched_policy_name(int i);
+const char *usched_policy_brief(int i);
+
+/* One knob, as described in the knob table. */
+struct usched_knob_info {
+    const char *name;     /* as in "name=value" */
+    const char *type;     /* "bool", "int" or "level" (core, l2, llc, package, numa, machine) */
+    int64_t def, min, max;
+    int runtime;          /* 1: may change while the scheduler runs */
+    const char *policies; /* comma list of the policies that read it, or "all" */
+    const char *desc;
+    char def_text[16];    /* the default as it is written ("1", "machine") */
+    char range_text[48];  /* "0..1", "core..machine" */
+    uint64_t reserved[4];
+};
+
+/* Number of knobs; description of the i-th (-EINVAL when out of range). */
+int usched_knob_count(void);
+int usched_knob_info(int i, struct usched_knob_info *out);
+
+/* Current value of a knob of scheduler s (levels as numbers, core = 0).
+ * -EINVAL for an unknown name. */
+int usched_knob_get(usched_t *s, const char *name, int64_t *value);
 
 #ifdef __cplusplus
 }

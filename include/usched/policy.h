@@ -110,58 +110,117 @@ struct usched_select_result {
     int claimed;  /* 1 if the policy claimed an idle CPU with usched_pol_claim_idle */
 };
 
+/*
+ * The ops table. Every member but name and brief may be 0/NULL. Calls come
+ * from the core only; "on CPU c" means on the worker thread of c. Unless said
+ * otherwise an op may be called concurrently on several workers, must not
+ * block, switch fibers, allocate on the hot path, or call the public usched
+ * API; it may read anything below (usched_pol_*), write its own per-fiber
+ * state (task->pstate, the waker's args->waker_pstate) and its per-CPU state
+ * (usched_pol_cpu_state(ctx, cpu) of the CPU it runs on), and claim idle CPUs.
+ */
 struct usched_ops {
-    const char *name;  /* as given to usched_set(s, "policy", name) */
-    const char *brief; /* one line for `usched policies` */
-    uint32_t flags;    /* USCHED_OPS_* */
-    size_t task_state_size; /* bytes of per-fiber policy state (<= 64) */
-    size_t cpu_state_size;  /* bytes of per-CPU policy state */
+    /* Name given to usched_set(s, "policy", name) and USCHED_POLICY: 1-32
+     * characters, no spaces, commas or '='. Required. */
+    const char *name;
+    /* One line for `usched policies`. Required. */
+    const char *brief;
+    /* USCHED_OPS_* (below). */
+    uint32_t flags;
+    /* Bytes of per-fiber policy state (task->pstate), at most
+     * USCHED_TASK_STATE_MAX, zeroed at spawn, 16-byte aligned. Written by
+     * select_cpu (for the wakee, and args->waker_pstate for the waker) and by
+     * the notifications of the CPU running the fiber; the core orders these
+     * (a wake-up happens after the wakee's `stopping`). */
+    size_t task_state_size;
+    /* Bytes of per-CPU state (usched_pol_cpu_state), zeroed at start. */
+    size_t cpu_state_size;
 
-    /* Called once at usched_start on the starting thread, before workers run.
-     * May allocate policy-wide state (usched_pol_set_priv). Nonzero (negative
-     * errno) fails the start. NULL: nothing to do. */
+    /* When: once, at usched_start, on the starting thread, before any worker
+     * runs. May: allocate policy-wide state (usched_pol_set_priv), read the
+     * topology and knobs. Returns 0, or a negative errno that fails
+     * usched_start. NULL: nothing to prepare. */
     int (*init)(usched_pol_ctx_t *ctx);
-    /* Called once at destroy, after every worker stopped. NULL: nothing. */
+    /* When: once, at usched_destroy (or a failed start after init), after
+     * every worker stopped, on the destroying thread. May: free what init
+     * allocated. NULL: nothing to free. */
     void (*exit)(usched_pol_ctx_t *ctx);
 
-    /* Chooses the CPU for a fiber being spawned (FORK) or woken (WAKE).
-     * Called on the spawner's/waker's CPU (args->waker_cpu), or on an outside
-     * thread (OUTSIDE, waker_cpu == -1). Not called for bound fibers (the
-     * core places them). The answer is final unless invalid (then the core's
-     * fallback). If the answer names an idle CPU found in the idle masks,
-     * the policy should claim it with usched_pol_claim_idle so that two
-     * concurrent wake-ups do not pile onto one idle CPU; if the claim fails
-     * it should look again (each failure is counted as a claim collision).
-     * NULL: the core's fallback (the waker's CPU, or prev from outside). */
+    /* When: a fiber is spawned (args->flags FORK) or woken (WAKE, with SYNC
+     * when the waker is about to block); not for bound fibers (the core puts
+     * them on their CPU) nor for yields. On: the spawner's or waker's CPU
+     * (args->waker_cpu), or an outside thread (OUTSIDE, waker_cpu == -1,
+     * waker_pstate NULL; waker_id is 0 and waker_pstate NULL also when the
+     * wake-up comes from the worker itself rather than a fiber: a timer, or
+     * the exit of a joined fiber); concurrently with other decisions. May: read the
+     * topology, idle masks, loads and knobs; claim the idle CPU it answers
+     * with (usched_pol_claim_idle) and look again if the claim fails; update
+     * the wakee's and the waker's policy state. Answer: out->cpu (the core
+     * sets it to -1 first), out->reason (enum usched_reason, counted as
+     * place_<reason>), out->slot (where it goes when out->cpu is the deciding
+     * CPU: next slot, head or tail; ignored otherwise), out->claimed.
+     * Final: the core places the fiber there, except that an answer it cannot
+     * use (cpu outside [0, ncpus)) is replaced by the core's fallback (the
+     * waker's CPU, else prev, else 0), counted as pol_fallback and warned
+     * about once on stderr; an unknown reason is counted as `fallback`. With
+     * USCHED_OPS_SHARED_RQ the fiber goes to the shared queue whatever the
+     * answer, and out->cpu only says which CPU to kick if it is parked.
+     * NULL: the core's fallback for every decision (spawns from outside
+     * threads then go to the global queue). */
     void (*select_cpu)(usched_pol_ctx_t *ctx, const struct usched_select_args *args,
                        struct usched_select_result *out);
 
-    /* Idle CPU `cpu` looks for work to steal: fills out[] with up to `max`
-     * victim CPUs in the order to try, returns how many. Called on `cpu`.
-     * NULL: the core's topology order (siblings, L2, LLC, package, node,
-     * machine; the start rotating inside each level). */
+    /* When: CPU `cpu` found no local work and is about to steal (on every
+     * pass of its spin loop, and once before parking). On: `cpu`. May: fill
+     * out[] with up to `max` (== ncpus) victim CPUs in the order to try and
+     * return how many; it should not list `cpu`. Final: the core tries them
+     * in that order, skipping invalid entries; a negative or too large count
+     * means no victims. Not called with USCHED_OPS_SHARED_RQ or
+     * USCHED_OPS_NO_STEAL, nor when knob steal is 0. NULL: the core's
+     * topology order (siblings, L2, LLC, package, node, machine; the start
+     * rotating inside each level). */
     int (*steal_order)(usched_pol_ctx_t *ctx, int cpu, int *out, int max);
 
-    /* May idle CPU `thief` steal from `victim` (at distance `level`) now that
-     * the victim has `victim_load` runnable fibers? Returns how many fibers
-     * to take at most: 0 = not from this victim, -1 = half (the default).
-     * NULL: steal half when victim_load >= 1 within the LLC, and when
-     * victim_load >= knob steal_thresh beyond it. */
+    /* When: for each victim of the steal order that has queued fibers
+     * (victim_load = its run queue length, not counting the running fiber,
+     * the next slot or bound fibers, which are never stolen). On: the thief.
+     * May: read loads and knobs. Returns how many fibers to take at most: 0
+     * = not from this victim, -1 = half (the core currently always takes
+     * half when the answer is not 0; see docs/policies.md). NULL: half when
+     * the victim shares the thief's LLC, else half when victim_load >= knob
+     * steal_thresh. */
     int (*want_steal)(usched_pol_ctx_t *ctx, int thief, int victim, int level,
                       unsigned victim_load);
 
-    /* Notifications, called on the CPU concerned, NULL = ignore.
-     * running: `task` starts running on cpu; stopping: it stops (yield, block
-     * or exit; `runnable` says whether it stays runnable); idle: cpu found no
-     * work and is about to spin/park; busy: cpu found work after idling. */
+    /* Notifications, on the CPU concerned, never concurrently for one CPU;
+     * they may update the policy's per-CPU state of `cpu` and the fiber's
+     * pstate, and nothing they do changes the core's decision. NULL: ignored.
+     * running: `task` starts or resumes running on `cpu` (its prev_cpu is
+     *   already `cpu`).
+     * stopping: `task` stopped running on `cpu` (yield, block or exit);
+     *   `runnable` is true for a yield. Called before a blocked fiber can be
+     *   woken, so its pstate is safe to write.
+     * idle: `cpu` found no work, is published idle in the masks and is about
+     *   to spin, then park.
+     * busy: `cpu` found work after idle, and has left the idle masks. */
     void (*running)(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task);
     void (*stopping)(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task,
                      bool runnable);
     void (*idle)(usched_pol_ctx_t *ctx, int cpu);
     void (*busy)(usched_pol_ctx_t *ctx, int cpu);
 
-    uint64_t reserved[8];
+    uint64_t reserved[8]; /* zero */
 };
+
+/* Largest per-fiber policy state (struct usched_ops.task_state_size). */
+#define USCHED_TASK_STATE_MAX 64
+
+/* Adds a policy that usched_set(s, "policy", ops->name) can then choose, for
+ * out-of-tree policies and tests. ops must stay valid for the life of the
+ * process (it is never removed). Returns 0; -EINVAL for a NULL ops, a bad
+ * name, no brief, unknown flags or too much task state; -EEXIST when the name
+ * is taken; -ENOSPC beyond 16 registered policies. Thread-safe. */
+int usched_policy_register(const struct usched_ops *ops);
 
 /* ops->flags */
 #define USCHED_OPS_SHARED_RQ 0x1u /* one shared FIFO run queue (4BSD, bsd4):

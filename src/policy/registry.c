@@ -1,38 +1,157 @@
-/* The built-in policies, by name. */
+/*
+ * The policies by name: the built-in table, policies registered at run time
+ * (usched_policy_register, for tests and out-of-tree policies), and the
+ * public listing of policies and knobs (`usched policies`, `usched knobs`).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "core/core.h"
+#include "core/error.h"
+#include "core/export.h"
+#include "core/knobs.h"
+#include "usched.h"
 #include "usched/policy.h"
 
-extern const struct usched_ops usched__policy_usched;
+/* name: the policy's file and its ops table usched__policy_<name>. */
+#define USCHED_POLICIES(X) X(usched) X(linux) X(ule) X(bsd4) X(global)
 
-#define USCHED_POLICIES(X) X(usched)
+#define X(name) extern const struct usched_ops usched__policy_##name;
+USCHED_POLICIES(X)
+#undef X
 
-static const struct usched_ops *const policies[] = {
+static const struct usched_ops *const builtin[] = {
 #define X(name) &usched__policy_##name,
     USCHED_POLICIES(X)
 #undef X
 };
 
-#define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
+#define NBUILTIN ((int)(sizeof builtin / sizeof builtin[0]))
+#define MAX_REGISTERED 16
+
+/* Registered policies: appended under reg_lock, never removed; readers load
+ * nreg with acquire (pairs with the release store after the append). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct usched_ops *registered[MAX_REGISTERED];
+static int nreg;
 
 const struct usched_ops *usched__policy_find(const char *name);
 int usched__policy_count(void);
 const struct usched_ops *usched__policy_at(int i);
 
-const struct usched_ops *usched__policy_find(const char *name)
-{
-    if (!name) return NULL;
-    for (int i = 0; i < NPOLICIES; i++)
-        if (strcmp(policies[i]->name, name) == 0) return policies[i];
-    return NULL;
-}
-
 int usched__policy_count(void)
 {
-    return NPOLICIES;
+    return NBUILTIN + __atomic_load_n(&nreg, __ATOMIC_ACQUIRE);
 }
 
 const struct usched_ops *usched__policy_at(int i)
 {
-    return i >= 0 && i < NPOLICIES ? policies[i] : NULL;
+    if (i < 0 || i >= usched__policy_count()) return NULL;
+    return i < NBUILTIN ? builtin[i] : registered[i - NBUILTIN];
+}
+
+const struct usched_ops *usched__policy_find(const char *name)
+{
+    if (!name) return NULL;
+    int n = usched__policy_count();
+    for (int i = 0; i < n; i++)
+        if (strcmp(usched__policy_at(i)->name, name) == 0) return usched__policy_at(i);
+    return NULL;
+}
+
+#define KNOWN_OPS_FLAGS (USCHED_OPS_SHARED_RQ | USCHED_OPS_NO_STEAL)
+
+USCHED_EXPORT int usched_policy_register(const struct usched_ops *ops)
+{
+    if (!ops) return usched__error(EINVAL, "policy_register: ops is NULL");
+    if (!ops->name || !*ops->name || strlen(ops->name) > 32 || strpbrk(ops->name, " ,=\t\n"))
+        return usched__error(EINVAL, "policy_register: name '%s' must be 1-32 characters without "
+                                     "spaces, commas or '='", ops->name ? ops->name : "(null)");
+    if (!ops->brief)
+        return usched__error(EINVAL, "policy_register: policy '%s' has no brief", ops->name);
+    if (ops->flags & ~KNOWN_OPS_FLAGS)
+        return usched__error(EINVAL, "policy_register: policy '%s' has unknown flags 0x%x",
+                             ops->name, ops->flags & ~KNOWN_OPS_FLAGS);
+    if (ops->task_state_size > USCHED_TASK_STATE_MAX)
+        return usched__error(EINVAL, "policy_register: policy '%s' asks %zu bytes of task state "
+                                     "(at most %d)", ops->name, ops->task_state_size,
+                             USCHED_TASK_STATE_MAX);
+    pthread_mutex_lock(&reg_lock);
+    int rc = 0;
+    if (usched__policy_find(ops->name))
+        rc = usched__error(EEXIST, "policy_register: a policy named '%s' exists", ops->name);
+    else if (nreg == MAX_REGISTERED)
+        rc = usched__error(ENOSPC, "policy_register: at most %d policies can be registered",
+                           MAX_REGISTERED);
+    else {
+        registered[nreg] = ops;
+        __atomic_store_n(&nreg, nreg + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
+}
+
+/* ---- public listing -------------------------------------------------------- */
+
+USCHED_EXPORT int usched_policy_count(void)
+{
+    return usched__policy_count();
+}
+
+USCHED_EXPORT const char *usched_policy_name(int i)
+{
+    const struct usched_ops *o = usched__policy_at(i);
+    return o ? o->name : NULL;
+}
+
+USCHED_EXPORT const char *usched_policy_brief(int i)
+{
+    const struct usched_ops *o = usched__policy_at(i);
+    return o ? o->brief : NULL;
+}
+
+USCHED_EXPORT int usched_knob_count(void)
+{
+    return USCHED_NKNOBS;
+}
+
+USCHED_EXPORT int usched_knob_info(int i, struct usched_knob_info *out)
+{
+    static const char *const types[] = {[KNOB_BOOL] = "bool", [KNOB_INT] = "int",
+                                        [KNOB_LEVEL] = "level"};
+    if (!out) return usched__error(EINVAL, "knob_info: out is NULL");
+    if (i < 0 || i >= USCHED_NKNOBS)
+        return usched__error(EINVAL, "knob_info: index %d out of range [0, %d)", i, USCHED_NKNOBS);
+    const struct usched__knob_info *k = &usched__knob_table[i];
+    memset(out, 0, sizeof *out);
+    out->name = k->name;
+    out->type = types[k->type];
+    out->def = k->def;
+    out->min = k->min;
+    out->max = k->max;
+    out->runtime = k->runtime;
+    out->policies = k->policies;
+    out->desc = k->desc;
+    usched__knob_format(i, k->def, out->def_text, sizeof out->def_text);
+    if (k->type == KNOB_LEVEL) {
+        char lo[16], hi[16]; /* level names are short */
+        usched__knob_format(i, k->min, lo, sizeof lo);
+        usched__knob_format(i, k->max, hi, sizeof hi);
+        snprintf(out->range_text, sizeof out->range_text, "%s..%s", lo, hi);
+    } else {
+        snprintf(out->range_text, sizeof out->range_text, "%lld..%lld", (long long)k->min,
+                 (long long)k->max);
+    }
+    return 0;
+}
+
+USCHED_EXPORT int usched_knob_get(usched_t *s, const char *name, int64_t *value)
+{
+    if (!s || !name || !value) return usched__error(EINVAL, "knob_get: NULL argument");
+    int id = usched__knob_lookup(name);
+    if (id < 0) return usched__error(EINVAL, "knob_get: unknown knob '%s' (see `usched knobs`)", name);
+    *value = usched__knob_get(&s->knobs, id);
+    return 0;
 }
