@@ -1,11 +1,13 @@
 /*
  * Fiber stacks (DESIGN section 5): reserved, not committed (an idle fiber
  * costs the pages it touched). Carved from large mmap chunks so that one
- * million stacks do not need one million mappings; each stack gets a
- * PROT_NONE guard page while the process stays within a mapping budget (every
- * guard splits a mapping, and vm.max_map_count is 65,530 by default); beyond
- * the budget stacks get a canary word at their low end instead, checked when
- * the fiber switches out (usched__stack_check).
+ * million stacks do not need one million mappings; each stack gets a guard
+ * page: a lightweight one (MADV_GUARD_INSTALL, Linux 6.13+, splits no
+ * mapping) where the kernel has it, else a PROT_NONE page while the process
+ * stays within a mapping budget (every such guard splits a mapping, and
+ * vm.max_map_count is 65,530 by default); beyond the budget stacks get a
+ * zero canary band below their low end instead, checked when the fiber
+ * switches out (usched__stack_check). Design: stack.c, docs/stacks.md.
  */
 #ifndef USCHED_STACK_H
 #define USCHED_STACK_H
