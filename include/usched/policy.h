@@ -228,6 +228,11 @@ int usched_policy_register(const struct usched_ops *ops);
                                      kick; every non-bound fiber goes to the
                                      shared queue. */
 #define USCHED_OPS_NO_STEAL 0x2u  /* idle CPUs never steal */
+#define USCHED_OPS_TRACK_TIME 0x4u /* the core keeps run times: task info
+                                       woke_ns, ran_ns and last_ran_ns, and
+                                       usched_pol_cpu_current's run time since
+                                       wake-up (two clock reads per switch);
+                                       without it they read 0. */
 
 /* ---- what a policy may read (all O(1) or O(mask words), lock-free) -------- */
 int usched_pol_ncpus(const usched_pol_ctx_t *ctx);

@@ -30,58 +30,23 @@
 #include "policy/pol.h"
 #include "usched/policy.h"
 
-struct bsd4_pstate {
-    uint64_t ran_ns; /* run time since it last woke (up to its last stop) */
-};
-
-/* Per CPU, written by that CPU, read by any waker (relaxed: a hint). */
-struct bsd4_cpu {
-    _Atomic uint64_t run_start; /* when the current fiber started, 0 = none */
-    _Atomic uint64_t ran_before; /* its run time since wake before that */
-};
-
-static _Atomic uint32_t bsd4_rotor_fallback;
-
-static void bsd4_running(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task)
+/* Run time since wake-up of the fiber running on cpu (USCHED_OPS_TRACK_TIME);
+ * UINT64_MAX if none runs. */
+static uint64_t bsd4_ran(usched_pol_ctx_t *ctx, int cpu)
 {
-    struct bsd4_cpu *st = usched_pol_cpu_state(ctx, cpu);
-    struct bsd4_pstate *t = task->pstate;
-    atomic_store_explicit(&st->ran_before, t->ran_ns, memory_order_relaxed);
-    atomic_store_explicit(&st->run_start, usched_pol_now_ns(), memory_order_relaxed);
-}
-
-static void bsd4_stopping(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task,
-                          bool runnable)
-{
-    (void)runnable;
-    struct bsd4_cpu *st = usched_pol_cpu_state(ctx, cpu);
-    struct bsd4_pstate *t = task->pstate;
-    uint64_t start = atomic_load_explicit(&st->run_start, memory_order_relaxed);
-    t->ran_ns += usched_pol_now_ns() - start;
-    atomic_store_explicit(&st->run_start, 0, memory_order_relaxed);
-}
-
-/* Run time since wake of the fiber running on cpu; UINT64_MAX if none. */
-static uint64_t bsd4_ran(usched_pol_ctx_t *ctx, int cpu, uint64_t now)
-{
-    struct bsd4_cpu *st = usched_pol_cpu_state(ctx, cpu);
-    uint64_t start = atomic_load_explicit(&st->run_start, memory_order_relaxed);
-    if (!start) return UINT64_MAX;
-    return atomic_load_explicit(&st->ran_before, memory_order_relaxed) + (now > start ? now - start : 0);
+    uint64_t ran = 0;
+    return usched_pol_cpu_current(ctx, cpu, &ran) ? ran : UINT64_MAX;
 }
 
 static void bsd4_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
                             struct usched_select_result *out)
 {
-    struct bsd4_pstate *t = a->task->pstate;
-    if (a->flags & USCHED_SEL_WAKE) t->ran_ns = 0;
     int n = usched_pol_ncpus(ctx);
     _Atomic uint32_t *rotor = usched_pol_priv(ctx);
-    if (!rotor) rotor = &bsd4_rotor_fallback;
     int start = (int)(atomic_fetch_add_explicit(rotor, 1, memory_order_relaxed) % (uint32_t)n);
     int ref = a->task->prev_cpu >= 0 ? a->task->prev_cpu : a->waker_cpu;
     bool smt = pol_smt(ctx);
-    uint64_t now = usched_pol_now_ns(), best_ran = UINT64_MAX;
+    uint64_t best_ran = UINT64_MAX;
     int best = -1;
     out->slot = USCHED_SLOT_TAIL;
     for (int k = 0; k < n; k++) {
@@ -94,7 +59,7 @@ static void bsd4_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_ar
         /* the most interactive busy sibling */
         const uint64_t *core = pol_mask(ctx, c, USCHED_LVL_SMT);
         for (int s = pol_next(ctx, core, 0); s >= 0; s = pol_next(ctx, core, s + 1)) {
-            uint64_t r = s == c ? UINT64_MAX : bsd4_ran(ctx, s, now);
+            uint64_t r = s == c ? UINT64_MAX : bsd4_ran(ctx, s);
             if (r < best_ran || best < 0) {
                 best_ran = r;
                 best = c;
@@ -126,12 +91,8 @@ static void bsd4_exit(usched_pol_ctx_t *ctx)
 const struct usched_ops usched__policy_bsd4 = {
     .name = "bsd4",
     .brief = "DragonFly usched_bsd4: shared queue; kick a free core, else the sibling of the most interactive fiber",
-    .flags = USCHED_OPS_SHARED_RQ,
-    .task_state_size = sizeof(struct bsd4_pstate),
-    .cpu_state_size = sizeof(struct bsd4_cpu),
+    .flags = USCHED_OPS_SHARED_RQ | USCHED_OPS_TRACK_TIME,
     .init = bsd4_init,
     .exit = bsd4_exit,
     .select_cpu = bsd4_select_cpu,
-    .running = bsd4_running,
-    .stopping = bsd4_stopping,
 };

@@ -37,10 +37,6 @@
 #include "policy/pol.h"
 #include "usched/policy.h"
 
-struct ule_pstate {
-    uint64_t last_ran_ns; /* ts_rltick: when it last stopped running */
-};
-
 struct ule_search {
     usched_pol_ctx_t *ctx;
     int maxload; /* eligible CPUs have load <= maxload */
@@ -119,12 +115,12 @@ static void ule_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_arg
     int self = a->waker_cpu;
     bool fork = a->flags & USCHED_SEL_FORK;
     int prev = fork ? self : a->task->prev_cpu;
-    struct ule_pstate *t = a->task->pstate;
     struct ule_search s = {.ctx = ctx, .maxload = 0, .prefer = prev, .smt = pol_smt(ctx)};
     uint64_t aff = (uint64_t)POL_KNOB(ctx, affinity_us) * 1000;
     uint64_t now = usched_pol_now_ns();
     /* a spawn inherits the spawner's cache: it "ran" on prev just now */
-    uint64_t ago = fork ? 0 : (t->last_ran_ns ? now - t->last_ran_ns : UINT64_MAX);
+    uint64_t last = a->task->last_ran_ns; /* ts_rltick (USCHED_OPS_TRACK_TIME) */
+    uint64_t ago = fork ? 0 : (last && now > last ? now - last : last ? 0 : UINT64_MAX);
     out->slot = USCHED_SLOT_TAIL;
 
     /* 1. affinity shortcut */
@@ -160,13 +156,6 @@ static void ule_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_arg
     out->cpu = c;
 }
 
-static void ule_stopping(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task,
-                         bool runnable)
-{
-    (void)ctx, (void)cpu, (void)runnable;
-    ((struct ule_pstate *)task->pstate)->last_ran_ns = usched_pol_now_ns();
-}
-
 static int ule_steal_order(usched_pol_ctx_t *ctx, int cpu, int *out, int max)
 {
     return pol_steal_busiest_first(ctx, cpu, out, max);
@@ -183,9 +172,8 @@ static int ule_want_steal(usched_pol_ctx_t *ctx, int thief, int victim, int leve
 const struct usched_ops usched__policy_ule = {
     .name = "ule",
     .brief = "FreeBSD ULE: affine prev on an idle core, least-loaded group search, steal from the busiest",
-    .task_state_size = sizeof(struct ule_pstate),
+    .flags = USCHED_OPS_TRACK_TIME,
     .select_cpu = ule_select_cpu,
     .steal_order = ule_steal_order,
     .want_steal = ule_want_steal,
-    .stopping = ule_stopping,
 };
