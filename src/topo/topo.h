@@ -10,6 +10,7 @@
  *   TOPO_LLC      the last-level cache; the package when there is no cache
  *   TOPO_PACKAGE  the package (socket)
  *   TOPO_NUMA     the NUMA node; the whole machine when a CPU has none
+ *                 (when only some CPUs have none, those form one group)
  *   TOPO_MACHINE  everything
  * topo_level_shared(a, b) is the first level, in that order, at which a and b
  * are in the same group: their distance.

@@ -1,1 +1,174 @@
-int main(void){return 0;}
+/*
+ * `usched topo` and the dispatcher, run as a program (argv[1] is the built
+ * binary): output on success, and for every error one line on stderr naming
+ * the input and the problem, nothing on stdout, exit 2 (usage) or 1 (cannot
+ * load).
+ */
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+
+#include "topo_test.h"
+
+extern char **environ;
+static const char *cli;
+
+struct run {
+    int status;
+    char *out, *err;
+};
+
+static char *slurp_file(FILE *f)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char chunk[4096];
+    size_t n;
+    rewind(f);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
+    fclose(m);
+    fclose(f);
+    return buf;
+}
+
+/* Runs the CLI with up to 8 arguments (NULL-terminated). */
+static struct run run(const char *a0, ...)
+{
+    const char *argv[10] = {cli};
+    va_list ap;
+    va_start(ap, a0);
+    int n = 1;
+    for (const char *a = a0; a && n < 9; a = va_arg(ap, const char *)) argv[n++] = a;
+    va_end(ap);
+    FILE *out = tmpfile(), *err = tmpfile();
+    ASSERT(out && err);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
+    posix_spawn_file_actions_adddup2(&fa, fileno(err), 2);
+    pid_t pid;
+    int r = posix_spawn(&pid, cli, &fa, NULL, (char *const *)argv, environ);
+    if (r) TEST_FAIL_("spawning %s: %s", cli, strerror(r));
+    posix_spawn_file_actions_destroy(&fa);
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT(WIFEXITED(st)); /* never a crash */
+    return (struct run){WEXITSTATUS(st), slurp_file(out), slurp_file(err)};
+}
+
+static void done(struct run r)
+{
+    free(r.out);
+    free(r.err);
+}
+
+/* An error: the exit status, nothing on stdout, one line on stderr holding
+ * the needle. */
+#define FAILS(code, needle, ...)                                               \
+    do {                                                                        \
+        struct run r_ = run(__VA_ARGS__, NULL);                                 \
+        if (r_.status != (code))                                                \
+            TEST_FAIL_("exit %d, expected %d; stderr: %s", r_.status, code, r_.err); \
+        ASSERT_STR_EQ(r_.out, "");                                              \
+        ASSERT(strchr(r_.err, '\n') == r_.err + strlen(r_.err) - 1);            \
+        ASSERT_STR_CONTAINS(r_.err, needle);                                    \
+        done(r_);                                                               \
+    } while (0)
+
+static struct run succeeds(struct run r)
+{
+    if (r.status != 0) TEST_FAIL_("exit %d; stderr: %s", r.status, r.err);
+    ASSERT_STR_EQ(r.err, "");
+    return r;
+}
+
+static char *golden_file(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", TOPO_GOLDEN_DIR, name);
+    FILE *f = fopen(path, "r");
+    if (!f) TEST_FAIL_("%s: %s", path, strerror(errno));
+    return slurp_file(f);
+}
+
+int main(int argc, char **argv)
+{
+    ASSERT_EQ(argc, 2);
+    cli = argv[1];
+
+    /* Dispatcher. */
+    struct run r = succeeds(run("--help", NULL));
+    ASSERT_STR_CONTAINS(r.out, "usage: usched <command>");
+    ASSERT_STR_CONTAINS(r.out, "topo");
+    done(r);
+    r = succeeds(run("--version", NULL));
+    ASSERT_STR_EQ(r.out, "usched 0.1.0\n");
+    done(r);
+    r = run(NULL);
+    ASSERT_EQ(r.status, 2);
+    ASSERT_STR_CONTAINS(r.err, "no command");
+    done(r);
+    FAILS(2, "usched: unknown command 'frobnicate'", "frobnicate");
+    FAILS(2, "usched: unknown option '--frob'", "--frob");
+
+    /* Success paths. */
+    r = succeeds(run("topo", "--help", NULL));
+    ASSERT_STR_CONTAINS(r.out, "usage: usched topo");
+    done(r);
+    r = succeeds(run("topo", NULL)); /* this machine, tree */
+    ASSERT_STR_CONTAINS(r.out, "Machine");
+    done(r);
+    r = succeeds(run("topo", "--input", "pack:1 core:2 pu:2", "--format", "dfly", NULL));
+    ASSERT_STR_EQ(r.out, "\\-PACKAGE MEMBERS: cpu0 cpu1 cpu2 cpu3 \n"
+                         "  \\-CHIP ID 0: cpu0 cpu1 cpu2 cpu3 \n"
+                         "    |-CORE ID 0: cpu0 cpu1 \n"
+                         "    | |-THREAD ID 0: cpu0 \n"
+                         "    | \\-THREAD ID 1: cpu1 \n"
+                         "    \\-CORE ID 1: cpu2 cpu3 \n"
+                         "      |-THREAD ID 0: cpu2 \n"
+                         "      \\-THREAD ID 1: cpu3 \n");
+    done(r);
+    r = succeeds(run("topo", "-i", "pack:2 l3:1 l2:6 core:1 pu:2", "-c", "0-3,12", "-f", "json", NULL));
+    ASSERT_STR_CONTAINS(r.out, "\"pus\": 5,");
+    ASSERT_STR_CONTAINS(r.out, "{\"cpu\": 4, \"os_index\": 12,");
+    done(r);
+    r = succeeds(run("topo", "--input=pack:2 core:1 pu:1", "--format=tree", NULL));
+    ASSERT_STR_CONTAINS(r.out, "2 CPUs: 2 packages");
+    done(r);
+    const char *westmere = topo_machine_input(topo_machine_named("westmere"));
+    r = succeeds(run("topo", "--format", "dfly", "--input", westmere, NULL));
+    char *want = golden_file("westmere.dfly");
+    ASSERT_STR_EQ(r.out, want);
+    free(want);
+    done(r);
+    r = succeeds(run("topo", "--format", "json", "--input",
+                     USCHED_TOPOLOGIES_DIR "/xml/AMD-17h-Zen-2xEpyc-7451.xml", NULL));
+    want = golden_file("zen1.json");
+    ASSERT_STR_EQ(r.out, want);
+    free(want);
+    done(r);
+
+    /* Usage errors: exit 2. */
+    FAILS(2, "unknown option '--bogus'", "topo", "--bogus");
+    FAILS(2, "unknown option '-x'", "topo", "-x");
+    FAILS(2, "format 'xml': unknown (tree, dfly or json)", "topo", "--format", "xml");
+    FAILS(2, "option '--format' needs a value", "topo", "--format");
+    FAILS(2, "option '--input' needs a value", "topo", "--input");
+    FAILS(2, "unexpected argument 'extra'", "topo", "extra");
+
+    /* Cannot load: exit 1, the message names the input. */
+    FAILS(1, "input '/nonexistent/root': no such file or directory", "topo", "--input",
+          "/nonexistent/root");
+    FAILS(1, "input 'nosuch.xml': no such file or directory", "topo", "--input", "nosuch.xml");
+    FAILS(1, "input 'pack:2 bogus:3': malformed hwloc synthetic description", "topo", "--input",
+          "pack:2 bogus:3");
+    FAILS(1, "input '/tmp': directory is not a captured Linux root", "topo", "--input", "/tmp");
+    FAILS(1, "cpus '': empty CPU list", "topo", "--input", "pack:2 core:2 pu:1", "--cpus", "");
+    FAILS(1, "cpus '9': CPU 9 is out of range (4 CPUs: 0-3)", "topo", "--input",
+          "pack:2 core:2 pu:1", "--cpus", "9");
+    FAILS(1, "cpus '3-1': reversed range 3-1", "topo", "-i", "pack:2 core:2 pu:1", "-c", "3-1");
+    FAILS(1, "cpus '0,,1'", "topo", "-i", "pack:2 core:2 pu:1", "-c", "0,,1");
+    FAILS(1, "cpus '0-99999'", "topo", "--cpus", "0-99999");
+    return 0;
+}

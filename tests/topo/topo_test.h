@@ -85,13 +85,20 @@ static inline void topo_tmp_cleanup_(void)
 }
 
 /* The path to load for machine m: the XML file, or the root of its sysfs dump
- * unpacked (once per process) into a temporary directory removed at exit. */
+ * as the build unpacked it (TOPO_ROOTS_DIR), else unpacked now into a
+ * temporary directory removed at exit. */
 static inline const char *topo_machine_input(const struct topo_machine *m)
 {
     static char path[8192];
     const char *dir = topo_shared_dir();
     if (!m->root[0]) {
         snprintf(path, sizeof path, "%s/%s", dir, m->file);
+        return path;
+    }
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s/sys", TOPO_ROOTS_DIR, m->root);
+    if (stat(path, &st) == 0) { /* unpacked by the build (tests/topo/CMakeLists.txt) */
+        snprintf(path, sizeof path, "%s/%s", TOPO_ROOTS_DIR, m->root);
         return path;
     }
     if (!topo_tmp_[0]) {
@@ -101,7 +108,6 @@ static inline const char *topo_machine_input(const struct topo_machine *m)
         atexit(topo_tmp_cleanup_);
     }
     snprintf(path, sizeof path, "%s/%s", topo_tmp_, m->root);
-    struct stat st;
     if (stat(path, &st) != 0) {
         char cmd[8192];
         snprintf(cmd, sizeof cmd, "tar xjf '%s/%s' -C '%s'", dir, m->file, topo_tmp_);
