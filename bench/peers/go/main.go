@@ -259,27 +259,20 @@ func runPingpong() {
 	result(float64(el.Nanoseconds())/float64(i), ok)
 }
 
-func runPairs() {
+// runClients runs n client goroutines until --duration has passed, then stops
+// them; it returns their total count, the seconds since start when the last
+// one ended, and whether every client was ok.
+func runClients(start time.Time, n int, client func(c int, stop *atomic.Bool) (int64, bool)) (int64, float64, bool) {
 	var stop atomic.Bool
-	done := make([]int64, opts.pairs)
-	oks := make([]bool, opts.pairs)
+	done := make([]int64, n)
+	oks := make([]bool, n)
 	var wg sync.WaitGroup
-	start := time.Now()
-	for p := 0; p < opts.pairs; p++ {
-		req, rep := make(chan int64), make(chan int64)
-		go echoServer(req, rep)
+	for c := 0; c < n; c++ {
 		wg.Add(1)
-		go func(p int) {
+		go func(c int) {
 			defer wg.Done()
-			ok := true
-			var i int64
-			for ; !stop.Load(); i++ {
-				req <- i
-				ok = ok && <-rep == i+1
-			}
-			close(req)
-			done[p], oks[p] = i, ok
-		}(p)
+			done[c], oks[c] = client(c, &stop)
+		}(c)
 	}
 	sleepDuration()
 	stop.Store(true)
@@ -287,10 +280,31 @@ func runPairs() {
 	el := time.Since(start).Seconds()
 	var total int64
 	ok := true
-	for p := range done {
-		total += done[p]
-		ok = ok && oks[p]
+	for c := range done {
+		total += done[c]
+		ok = ok && oks[c]
 	}
+	return total, el, ok
+}
+
+func runPairs() {
+	start := time.Now()
+	reqs := make([]chan int64, opts.pairs)
+	reps := make([]chan int64, opts.pairs)
+	for p := range reqs {
+		reqs[p], reps[p] = make(chan int64), make(chan int64)
+		go echoServer(reqs[p], reps[p])
+	}
+	total, el, ok := runClients(start, opts.pairs, func(p int, stop *atomic.Bool) (int64, bool) {
+		ok := true
+		var i int64
+		for ; !stop.Load(); i++ {
+			reqs[p] <- i
+			ok = ok && <-reps[p] == i+1
+		}
+		close(reqs[p])
+		return i, ok
+	})
 	fmt.Fprintf(os.Stderr, "pairs: %d pairs, %d round trips in %.3f s\n", opts.pairs, total, el)
 	result(float64(total)/el, ok)
 }
@@ -419,10 +433,7 @@ func selectSum(key uint64) uint64 {
 func runSelect() {
 	t := selectTable()
 	reqs := make(chan request, opts.clients)
-	var stop atomic.Bool
-	done := make([]int64, opts.clients)
-	oks := make([]bool, opts.clients)
-	var wg, swg sync.WaitGroup
+	var swg sync.WaitGroup
 	start := time.Now()
 	for s := 0; s < opts.servers; s++ {
 		swg.Add(1)
@@ -435,39 +446,25 @@ func runSelect() {
 			}
 		}()
 	}
-	for c := 0; c < opts.clients; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			rng := xorshiftSeed(opts.seed, uint64(c))
-			reply := make(chan *row, 1)
-			ok := true
-			var i int64
-			for ; !stop.Load(); i++ {
-				key := mix64(xorshift(&rng) % selectRows)
-				reqs <- request{key, reply}
-				r := <-reply
-				var s uint64
-				for _, w := range r.payload {
-					s += w
-				}
-				ok = ok && r.key == key && s == selectSum(key)
+	total, el, ok := runClients(start, opts.clients, func(c int, stop *atomic.Bool) (int64, bool) {
+		rng := xorshiftSeed(opts.seed, uint64(c))
+		reply := make(chan *row, 1)
+		ok := true
+		var i int64
+		for ; !stop.Load(); i++ {
+			key := mix64(xorshift(&rng) % selectRows)
+			reqs <- request{key, reply}
+			r := <-reply
+			var s uint64
+			for _, w := range r.payload {
+				s += w
 			}
-			done[c], oks[c] = i, ok
-		}(c)
-	}
-	sleepDuration()
-	stop.Store(true)
-	wg.Wait()
-	el := time.Since(start).Seconds()
+			ok = ok && r.key == key && s == selectSum(key)
+		}
+		return i, ok
+	})
 	close(reqs)
 	swg.Wait()
-	var total int64
-	ok := true
-	for c := range done {
-		total += done[c]
-		ok = ok && oks[c]
-	}
 	fmt.Fprintf(os.Stderr, "select: %d clients, %d servers, %d transactions in %.3f s\n",
 		opts.clients, opts.servers, total, el)
 	result(float64(total)/el, ok)

@@ -82,6 +82,16 @@ struct pair {
 
 static atomic_bool stop;
 
+/* pairs, select: let the clients run for --duration seconds, then stop them. */
+static void sleep_then_stop(void)
+{
+	struct timespec d = { (time_t)opts.duration,
+			      (long)((opts.duration - (double)(time_t)opts.duration) * 1e9) };
+	while (nanosleep(&d, &d) == -1 && errno == EINTR)
+		;
+	atomic_store(&stop, true);
+}
+
 static void *echo_server(void *arg)
 {
 	struct pair *p = arg;
@@ -141,10 +151,7 @@ static int run_pairs(void)
 		start_thread(&ps[i].server, echo_server, &ps[i]);
 		start_thread(&ps[i].client, pair_client, &ps[i]);
 	}
-	struct timespec d = { (time_t)opts.duration,
-			      (long)((opts.duration - (double)(time_t)opts.duration) * 1e9) };
-	nanosleep(&d, NULL);
-	atomic_store(&stop, true);
+	sleep_then_stop();
 	long total = 0;
 	bool ok = true;
 	for (int i = 0; i < opts.pairs; i++) {
@@ -285,10 +292,7 @@ static int run_select(void)
 		box_init(&cs[i].reply);
 		start_thread(&cs[i].t, select_client, &cs[i]);
 	}
-	struct timespec d = { (time_t)opts.duration,
-			      (long)((opts.duration - (double)(time_t)opts.duration) * 1e9) };
-	nanosleep(&d, NULL);
-	atomic_store(&stop, true);
+	sleep_then_stop();
 	long total = 0;
 	bool ok = true;
 	for (int i = 0; i < opts.clients; i++) {
