@@ -1,4 +1,6 @@
 #!/bin/sh
+# CC, CXX and the flag variables are split into words on purpose.
+# shellcheck disable=SC2086
 # Builds every benchmark peer whose toolchain and packages are present into
 # DIR (default: build/peers under the repository) as DIR/peer-<system>, and
 # prints which were built and which were skipped, and why.
@@ -78,8 +80,8 @@ fi
 # ---- Go -----------------------------------------------------------------------
 if have go; then
 	gocache=${GOCACHE:-$out/go-cache}
-	(cd "$here/go" && GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$gocache \
-		go build -o "$out/peer-go" . >>"$log" 2>&1) && ok go || fail go
+	if (cd "$here/go" && GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$gocache \
+		go build -o "$out/peer-go" . >>"$log" 2>&1); then ok go; else fail go; fi
 else
 	skip go "no go toolchain: apt-get install golang-go"
 fi
@@ -97,9 +99,12 @@ elif [ ! -d /usr/share/cargo/registry ] || ! ls -d /usr/share/cargo/registry/tok
 	skip tokio "tokio sources missing: apt-get install librust-tokio-dev"
 else
 	# .cargo/config.toml (source replacement) is found from the working directory
-	(cd "$here/tokio" && "$cargo" build --release --offline --target-dir "$out/tokio-target" \
-		>>"$log" 2>&1 && cp "$out/tokio-target/release/peer-tokio" "$out/peer-tokio") \
-		&& ok tokio || fail tokio
+	if (cd "$here/tokio" && "$cargo" build --release --offline --target-dir "$out/tokio-target" \
+		>>"$log" 2>&1 && cp "$out/tokio-target/release/peer-tokio" "$out/peer-tokio"); then
+		ok tokio
+	else
+		fail tokio
+	fi
 fi
 
 echo "peers built:${built:- none}"
