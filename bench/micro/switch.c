@@ -62,6 +62,31 @@ static void *stack_new(void)
     return p;
 }
 
+/* One run: 2 * half switches. */
+static void run_raw(void)
+{
+    usched__ctx_switch(&raw_host, &raw_a);
+}
+
+static void run_fctx(void)
+{
+    for (long i = 0; i < half; i++)
+        usched__fctx_switch(&f_host, &f_fiber);
+}
+
+static void time_runs(void (*run)(void), double *ns, double *ticks, int runs)
+{
+    for (int r = 0; r < runs; r++) {
+        double t0 = now();
+        uint64_t c0 = usched__cycles();
+        run();
+        uint64_t c1 = usched__cycles();
+        double t = now() - t0;
+        ns[r] = t * 1e9 / (double)(2 * half);
+        ticks[r] = (double)(c1 - c0) / (double)(2 * half);
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -89,30 +114,13 @@ int main(int argc, char **argv)
 
     usched__ctx_make(&raw_a, stack_new(), STACK, raw_a_entry, NULL);
     usched__ctx_make(&raw_b, stack_new(), STACK, raw_b_entry, NULL);
-    usched__ctx_switch(&raw_host, &raw_a); /* warm up */
-    for (int r = 0; r < runs; r++) {
-        double t0 = now();
-        uint64_t c0 = usched__cycles();
-        usched__ctx_switch(&raw_host, &raw_a);
-        uint64_t c1 = usched__cycles();
-        double t = now() - t0;
-        ns[r] = t * 1e9 / (double)(2 * half);
-        ticks[r] = (double)(c1 - c0) / (double)(2 * half);
-    }
+    run_raw(); /* warm up */
+    time_runs(run_raw, ns, ticks, runs);
     report("raw ctx_switch (a <-> b)", ns, ticks, runs, 2 * half);
 
     usched__fctx_host(&f_host);
     usched__fctx_make(&f_fiber, stack_new(), STACK, fiber_entry, NULL);
-    for (int r = 0; r < runs; r++) {
-        double t0 = now();
-        uint64_t c0 = usched__cycles();
-        for (long i = 0; i < half; i++)
-            usched__fctx_switch(&f_host, &f_fiber);
-        uint64_t c1 = usched__cycles();
-        double t = now() - t0;
-        ns[r] = t * 1e9 / (double)(2 * half);
-        ticks[r] = (double)(c1 - c0) / (double)(2 * half);
-    }
+    time_runs(run_fctx, ns, ticks, runs);
     report("fctx_switch (host <-> fiber)", ns, ticks, runs, 2 * half);
     usched__fctx_destroy(&f_fiber);
     return 0;

@@ -91,32 +91,41 @@ void usched__fctx_make(usched__fctx_t *f, void *lo, size_t size,
 #endif
 }
 
-void usched__fctx_switch(usched__fctx_t *from, usched__fctx_t *to)
+/* Tells the tools that `from` is about to switch to `to`. fake: where ASan
+ * keeps from's fake stack, NULL when from is finished. */
+static inline void tools_leave(usched__fctx_t *from, usched__fctx_t *to, void **fake)
 {
 #if FCTX_ASAN
     to->asan_from = from;
-    __sanitizer_start_switch_fiber(&from->asan_fake, to->asan_bottom, to->asan_size);
+    __sanitizer_start_switch_fiber(fake, to->asan_bottom, to->asan_size);
 #endif
 #if FCTX_TSAN
     __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
-    usched__ctx_switch(&from->ctx, &to->ctx);
+    (void)from, (void)to, (void)fake;
+}
+
+/* Tells the tools that `self` runs again (fake: its saved fake stack, NULL
+ * on first entry); self->asan_from is whoever switched here. */
+static inline void tools_arrive(usched__fctx_t *self, void *fake)
+{
 #if FCTX_ASAN
-    /* Resumed: `from` is this context again; asan_from is whoever came. */
-    usched__fctx_t *prev = from->asan_from;
-    __sanitizer_finish_switch_fiber(from->asan_fake, &prev->asan_bottom, &prev->asan_size);
+    usched__fctx_t *prev = self->asan_from;
+    __sanitizer_finish_switch_fiber(fake, &prev->asan_bottom, &prev->asan_size);
 #endif
+    (void)self, (void)fake;
+}
+
+void usched__fctx_switch(usched__fctx_t *from, usched__fctx_t *to)
+{
+    tools_leave(from, to, &from->asan_fake);
+    usched__ctx_switch(&from->ctx, &to->ctx);
+    tools_arrive(from, from->asan_fake);
 }
 
 void usched__fctx_switch_final(usched__fctx_t *from, usched__fctx_t *to)
 {
-#if FCTX_ASAN
-    to->asan_from = from;
-    __sanitizer_start_switch_fiber(NULL, to->asan_bottom, to->asan_size);
-#endif
-#if FCTX_TSAN
-    __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
+    tools_leave(from, to, NULL);
     usched__ctx_switch(&from->ctx, &to->ctx);
     /* A finished fiber is never resumed: its stack may already be reused. */
     __builtin_trap();
@@ -124,12 +133,7 @@ void usched__fctx_switch_final(usched__fctx_t *from, usched__fctx_t *to)
 
 void usched__fctx_started(usched__fctx_t *self)
 {
-#if FCTX_ASAN
-    usched__fctx_t *prev = self->asan_from;
-    __sanitizer_finish_switch_fiber(NULL, &prev->asan_bottom, &prev->asan_size);
-#else
-    (void)self;
-#endif
+    tools_arrive(self, NULL);
 }
 
 void usched__fctx_destroy(usched__fctx_t *f)
