@@ -12,6 +12,7 @@
 
 /* name, one-line summary */
 #define USCHED_COMMANDS(X)                                                      \
+    X(bench, "run workloads on policies, knobs and peers, side by side")         \
     X(topo, "print the CPU topology of this machine or of an input")         \
     X(policies, "list the placement policies")                                  \
     X(knobs, "list the knobs (runtime tunables), or check a knob setting")

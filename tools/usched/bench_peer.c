@@ -1,0 +1,173 @@
+/*
+ * usched bench --peers: finds a peer program, runs it with posix_spawn, reads
+ * its output (stdout and stderr merged, so a failure can quote the peer's own
+ * last words) and parses the RESULT line.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_peer.h"
+
+extern char **environ;
+
+const char *const bench_peer_names[] = {
+#define X(name, what) #name,
+    BENCH_PEERS(X)
+#undef X
+};
+const int bench_npeers = (int)(sizeof bench_peer_names / sizeof bench_peer_names[0]);
+
+int bench_peer_dir(const char *opt, char *buf, size_t len)
+{
+    const char *env = getenv("USCHED_PEERS_DIR");
+    if (opt && *opt) {
+        snprintf(buf, len, "%s", opt);
+        return 0;
+    }
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(buf, len, "cannot read /proc/self/exe to find the peers (use --peers-dir): %s",
+                 strerror(errno));
+        return -1;
+    }
+    exe[n] = '\0';
+    snprintf(buf, len, "%s/peers", dirname(exe));
+    return 0;
+}
+
+/* Strips the trailing newline in place. */
+static void chomp(char *line)
+{
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+}
+
+/* Keeps the last non-empty line in last. */
+static void keep_line(char *line, char *last, size_t len)
+{
+    chomp(line);
+    if (line[0]) snprintf(last, len, "%s", line);
+}
+
+/* Value of key=... in a RESULT line, copied to buf; NULL if absent. */
+static const char *field(const char *line, const char *key, char *buf, size_t len)
+{
+    size_t k = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)); p += k) {
+        if ((p != line && p[-1] != ' ') || p[k] != '=') continue;
+        p += k + 1;
+        size_t n = strcspn(p, " \n");
+        if (n >= len) n = len - 1;
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        return buf;
+    }
+    return NULL;
+}
+
+static void parse_result(const char *line, const char *system, struct bench_peer_out *out)
+{
+    char v[64], check[16], sys[64];
+    char *end;
+    if (!field(line, "value", v, sizeof v) || !field(line, "check", check, sizeof check)) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "malformed RESULT line: %s", line);
+        return;
+    }
+    out->value = strtod(v, &end);
+    if (end == v || *end) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "RESULT value '%s' is not a number", v);
+    } else if (strcmp(check, "ok")) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "its own check failed (check=%s)", check);
+    } else if (field(line, "system", sys, sizeof sys) && strcmp(sys, system)) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "RESULT names system '%s', expected '%s'", sys, system);
+    } else {
+        out->status = BENCH_PEER_OK;
+    }
+}
+
+void bench_peer_run(const char *dir, const char *system, char **argv, struct bench_peer_out *out)
+{
+    char path[PATH_MAX];
+    memset(out, 0, sizeof *out);
+    snprintf(path, sizeof path, "%s/peer-%s", dir, system);
+    if (access(path, X_OK) != 0) {
+        out->status = BENCH_PEER_SKIPPED;
+        snprintf(out->msg, sizeof out->msg, "not built: no %.180s (run bench/peers/build.sh)", path);
+        return;
+    }
+    int fd[2];
+    if (pipe(fd) != 0) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "pipe: %s", strerror(errno));
+        return;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fd[1]);
+    argv[0] = path;
+    pid_t pid;
+    int err = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    if (err) {
+        close(fd[0]);
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "cannot run %.180s: %s", path, strerror(err));
+        return;
+    }
+    FILE *f = fdopen(fd[0], "r");
+    char line[1024], result[1024] = "", last[256] = "";
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "RESULT ", 7))
+            snprintf(result, sizeof result, "%s", line);
+        else
+            keep_line(line, last, sizeof last);
+    }
+    if (f)
+        fclose(f);
+    else
+        close(fd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (code == 3) {
+        out->status = BENCH_PEER_SKIPPED;
+        snprintf(out->msg, sizeof out->msg, "%s", last[0] ? last : "unsupported workload");
+    } else if (WIFSIGNALED(st)) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "killed by signal %d%s%s", WTERMSIG(st),
+                 last[0] ? ": " : "", last);
+    } else if (!result[0]) {
+        out->status = BENCH_PEER_FAILED;
+        snprintf(out->msg, sizeof out->msg, "exit %d without a RESULT line%s%s", code,
+                 last[0] ? ": " : "", last);
+    } else {
+        chomp(result);
+        parse_result(result, system, out);
+        if (out->status == BENCH_PEER_OK && code != 0) {
+            out->status = BENCH_PEER_FAILED;
+            snprintf(out->msg, sizeof out->msg, "exit %d%s%s", code, last[0] ? ": " : "", last);
+        }
+    }
+}

@@ -1,0 +1,384 @@
+/*
+ * usched bench: the workload table and the workloads that need only spawn,
+ * join and yield (fib, skynet, spawn, yield, build). Definitions:
+ * bench/WORKLOADS.md; generators: bench/peers/common/peer.h.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_wl.h"
+
+/* name, summary, function, timed (runs for --duration) */
+#define BENCH_WORKLOADS(X)                                                            \
+    X(pairs, "tbench-like request/response pairs over rendezvous channels", 1)       \
+    X(select, "pgbench -S-like point look-ups by clients to a server pool", 1)       \
+    X(build, "make-like DAG of CPU-bound jobs of mixed length (makespan)", 0)        \
+    X(fib, "fork-join fib(n), a fiber per call down to a cutoff", 0)                 \
+    X(skynet, "a 10-ary tree of 1,000,000 leaf fibers summing their numbers", 0)     \
+    X(pingpong, "round trips between two fibers over rendezvous channels", 0)        \
+    X(yield, "two fibers on one CPU yielding to each other", 0)                      \
+    X(spawn, "spawn and join empty fibers in batches of 1000", 0)
+
+const struct bench_workload bench_workloads[] = {
+#define X(name, summary, timed) {#name, summary, bench_##name, &peer_workload_infos[PEER_##name], timed},
+    BENCH_WORKLOADS(X)
+#undef X
+};
+const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
+
+const struct bench_workload *bench_workload_find(const char *name)
+{
+    for (int i = 0; i < bench_nworkloads; i++)
+        if (!strcmp(bench_workloads[i].name, name)) return &bench_workloads[i];
+    return NULL;
+}
+
+/* ---- failure recording, clock, root fiber ------------------------------------ */
+
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int fail_flag; /* any thread; release after fail_msg is written */
+static char fail_msg[256];
+
+void bench_fail(const char *fmt, ...)
+{
+    pthread_mutex_lock(&fail_lock);
+    if (!atomic_load_explicit(&fail_flag, memory_order_relaxed)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(fail_msg, sizeof fail_msg, fmt, ap);
+        va_end(ap);
+        atomic_store_explicit(&fail_flag, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&fail_lock);
+}
+
+void bench_fail_reset(void)
+{
+    atomic_store(&fail_flag, 0);
+    fail_msg[0] = '\0';
+}
+
+int bench_failed(struct bench_out *out)
+{
+    if (!atomic_load_explicit(&fail_flag, memory_order_acquire)) return 0;
+    pthread_mutex_lock(&fail_lock);
+    snprintf(out->err, sizeof out->err, "%s", fail_msg);
+    pthread_mutex_unlock(&fail_lock);
+    return 1;
+}
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_sleep(double sec)
+{
+    struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+void bench_root(usched_t *s, void (*fn)(void *), void *arg)
+{
+    usched_task_t *t;
+    int r = usched_spawn(s, &t, fn, arg);
+    if (r < 0) {
+        bench_fail("spawn of the root fiber: %s", usched_last_error());
+        return;
+    }
+    if ((r = usched_join(t)) < 0) bench_fail("join of the root fiber: %s", usched_strerror(r));
+}
+
+/* Spawns a joinable fiber from a fiber; on failure records it and runs fn
+ * inline, so the computation (and its check) still completes. */
+static usched_task_t *spawn_or_inline(void (*fn)(void *), void *arg)
+{
+    usched_task_t *t;
+    if (usched_spawn(usched_self(), &t, fn, arg) == 0) return t;
+    bench_fail("spawn: %s", usched_last_error());
+    fn(arg);
+    return NULL;
+}
+
+static void join_checked(usched_task_t *t)
+{
+    int r;
+    if (t && (r = usched_join(t)) < 0) bench_fail("join: %s", usched_strerror(r));
+}
+
+/* ---- fib: fiber per call down to the cutoff ----------------------------------- */
+
+struct fib {
+    int n, cutoff;
+    long result;
+    double ms;
+};
+
+static long fib_task(int n, int cutoff);
+
+static void fib_fiber(void *arg)
+{
+    struct fib *f = arg;
+    f->result = fib_task(f->n, f->cutoff);
+}
+
+static long fib_task(int n, int cutoff)
+{
+    if (n < cutoff) return peer_fib_serial(n);
+    struct fib child = {.n = n - 1, .cutoff = cutoff};
+    usched_task_t *t = spawn_or_inline(fib_fiber, &child);
+    long y = fib_task(n - 2, cutoff);
+    join_checked(t);
+    return child.result + y;
+}
+
+static void fib_root(void *arg)
+{
+    struct fib *f = arg;
+    double t0 = bench_now();
+    f->result = fib_task(f->n, f->cutoff);
+    f->ms = (bench_now() - t0) * 1e3;
+}
+
+int bench_fib(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    struct fib f = {.n = (int)p->n, .cutoff = p->cutoff};
+    bench_root(s, fib_root, &f);
+    if (f.result != peer_fib_expected(f.n))
+        bench_fail("fib(%d) = %ld, expected %ld", f.n, f.result, peer_fib_expected(f.n));
+    out->value = f.ms;
+    return bench_failed(out) ? -1 : 0;
+}
+
+/* ---- skynet: 10 children per fiber down to single leaves ---------------------- */
+
+struct sky {
+    long long num, size, sum;
+};
+
+static void sky_fiber(void *arg)
+{
+    struct sky *k = arg;
+    if (k->size == 1) {
+        k->sum = k->num;
+        return;
+    }
+    struct sky c[10];
+    usched_task_t *t[10];
+    long long sub = k->size / 10;
+    for (int i = 0; i < 10; i++) {
+        c[i] = (struct sky){.num = k->num + i * sub, .size = sub};
+        t[i] = spawn_or_inline(sky_fiber, &c[i]);
+    }
+    k->sum = 0;
+    for (int i = 0; i < 10; i++) {
+        join_checked(t[i]);
+        k->sum += c[i].sum;
+    }
+}
+
+struct sky_root {
+    struct sky top;
+    double ms;
+};
+
+/* The clock runs from spawning the root task to having its result. */
+static void sky_root(void *arg)
+{
+    struct sky_root *r = arg;
+    double t0 = bench_now();
+    join_checked(spawn_or_inline(sky_fiber, &r->top));
+    r->ms = (bench_now() - t0) * 1e3;
+}
+
+int bench_skynet(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    struct sky_root r = {.top = {.num = 0, .size = p->n}};
+    bench_root(s, sky_root, &r);
+    if (r.top.sum != peer_skynet_expected(p->n))
+        bench_fail("skynet(%ld leaves): sum %lld, expected %lld", p->n, r.top.sum,
+                   peer_skynet_expected(p->n));
+    out->value = r.ms;
+    return bench_failed(out) ? -1 : 0;
+}
+
+/* ---- spawn: batches of PEER_SPAWN_BATCH empty fibers, spawned and joined ------- */
+
+struct spawn_run {
+    const struct bench_params *p;
+    long done;
+    atomic_long ran;
+    double ns;
+};
+
+static void spawn_empty(void *arg)
+{
+    atomic_fetch_add_explicit(&((struct spawn_run *)arg)->ran, 1, memory_order_relaxed);
+}
+
+static void spawn_root(void *arg)
+{
+    struct spawn_run *r = arg;
+    usched_task_t *t[PEER_SPAWN_BATCH];
+    double t0 = bench_now();
+    while (r->done < r->p->n &&
+           !(r->done && r->p->have_duration && bench_now() - t0 >= r->p->duration)) {
+        long batch = r->p->n - r->done < PEER_SPAWN_BATCH ? r->p->n - r->done : PEER_SPAWN_BATCH;
+        for (long i = 0; i < batch; i++) t[i] = spawn_or_inline(spawn_empty, r);
+        for (long i = 0; i < batch; i++) join_checked(t[i]);
+        r->done += batch;
+    }
+    r->ns = (bench_now() - t0) * 1e9 / (double)r->done;
+}
+
+int bench_spawn(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    struct spawn_run r = {.p = p};
+    bench_root(s, spawn_root, &r);
+    if (atomic_load(&r.ran) != r.done)
+        bench_fail("spawn: %ld fibers spawned, %ld ran", r.done, atomic_load(&r.ran));
+    out->value = r.ns;
+    return bench_failed(out) ? -1 : 0;
+}
+
+/* ---- yield: two fibers on one CPU (the runner gives yield one worker) ------------- */
+
+struct yield_run {
+    long n;
+    long count[2];
+    int bad_cpu;
+    double ns;
+};
+
+struct yielder {
+    struct yield_run *r;
+    int i;
+};
+
+static void yield_fiber(void *arg)
+{
+    struct yielder *y = arg;
+    for (long i = 0; i < y->r->n; i++) {
+        usched_yield();
+        y->r->count[y->i]++;
+    }
+    if (usched_self_cpu() != 0) y->r->bad_cpu = 1;
+}
+
+static void yield_root(void *arg)
+{
+    struct yield_run *r = arg;
+    struct yielder y[2] = {{r, 0}, {r, 1}};
+    usched_task_t *t[2];
+    double t0 = bench_now();
+    for (int i = 0; i < 2; i++)
+        if (usched_spawn_on(usched_self(), &t[i], 0, yield_fiber, &y[i]) < 0) {
+            bench_fail("spawn on CPU 0: %s", usched_last_error());
+            t[i] = NULL;
+        }
+    for (int i = 0; i < 2; i++) join_checked(t[i]);
+    r->ns = (bench_now() - t0) * 1e9 / (2.0 * (double)r->n);
+}
+
+int bench_yield(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    struct yield_run r = {.n = p->n};
+    usched_task_t *t;
+    /* The root is bound to CPU 0 too, so the yielders start when it joins. */
+    if (usched_spawn_on(s, &t, 0, yield_root, &r) < 0)
+        bench_fail("spawn on CPU 0: %s", usched_last_error());
+    else
+        join_checked(t);
+    if (!bench_failed(out) && (r.count[0] != p->n || r.count[1] != p->n || r.bad_cpu))
+        bench_fail("yield: counts %ld and %ld, expected %ld each%s", r.count[0], r.count[1], p->n,
+                   r.bad_cpu ? "; a bound fiber left CPU 0" : "");
+    out->value = r.ns;
+    return bench_failed(out) ? -1 : 0;
+}
+
+/* ---- build: a detached fiber per ready job --------------------------------------- */
+
+static struct {
+    struct peer_job *jobs;
+    uint32_t *start, *succ;
+    atomic_uint *pending; /* unfinished dependencies; acq_rel decrements */
+    uint64_t *results;
+    long n;
+} bd;
+
+static void build_job(void *arg);
+
+static void build_ready(uint32_t i)
+{
+    if (usched_spawn(usched_self(), NULL, build_job, (void *)(uintptr_t)i) < 0) {
+        bench_fail("build: spawn of job %u: %s", i, usched_last_error());
+        build_job((void *)(uintptr_t)i);
+    }
+}
+
+static void build_job(void *arg)
+{
+    uint32_t i = (uint32_t)(uintptr_t)arg;
+    /* the acquire of the last decrement of pending[i] made the inputs visible */
+    bd.results[i] = peer_build_work(peer_build_input(bd.jobs, bd.results, i), bd.jobs[i].units);
+    for (uint32_t k = bd.start[i]; k < bd.start[i + 1]; k++)
+        if (atomic_fetch_sub_explicit(&bd.pending[bd.succ[k]], 1, memory_order_acq_rel) == 1)
+            build_ready(bd.succ[k]);
+}
+
+static void build_root(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < bd.n; i++)
+        if (bd.jobs[i].ndeps == 0) build_ready((uint32_t)i);
+}
+
+static void build_free(void)
+{
+    free(bd.jobs);
+    free(bd.start);
+    free(bd.succ);
+    free(bd.pending);
+    free(bd.results);
+    memset(&bd, 0, sizeof bd);
+}
+
+int bench_build(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    bd.n = p->n;
+    bd.jobs = calloc((size_t)bd.n, sizeof *bd.jobs);
+    bd.pending = calloc((size_t)bd.n, sizeof *bd.pending);
+    bd.results = calloc((size_t)bd.n, sizeof *bd.results);
+    if (!bd.jobs || !bd.pending || !bd.results) {
+        build_free();
+        snprintf(out->err, sizeof out->err, "build: out of memory for %ld jobs", p->n);
+        return -1;
+    }
+    peer_build_dag(bd.jobs, bd.n, p->seed);
+    if (peer_build_succ(bd.jobs, bd.n, &bd.start, &bd.succ) < 0) {
+        build_free();
+        snprintf(out->err, sizeof out->err, "build: out of memory for %ld jobs", p->n);
+        return -1;
+    }
+    for (long i = 0; i < bd.n; i++) atomic_init(&bd.pending[i], bd.jobs[i].ndeps);
+    double t0 = bench_now();
+    if (usched_spawn(s, NULL, build_root, NULL) < 0)
+        bench_fail("build: spawn of the root fiber: %s", usched_last_error());
+    int r = usched_wait(s);
+    out->value = (bench_now() - t0) * 1e3;
+    if (r < 0) bench_fail("build: wait: %s", usched_strerror(r));
+    uint64_t sum = 0;
+    for (long i = 0; i < bd.n; i++) sum += bd.results[i];
+    if (!bench_failed(out) && !peer_build_check(bd.jobs, bd.n, p->seed, sum))
+        bench_fail("build: checksum 0x%016llx of %ld jobs (seed %llu) is wrong",
+                   (unsigned long long)sum, bd.n, (unsigned long long)p->seed);
+    build_free();
+    return bench_failed(out) ? -1 : 0;
+}

@@ -1,0 +1,810 @@
+/*
+ * usched bench [WORKLOAD] [--policy P] [--knobs K] [--topology T] [--cpus LIST]
+ *              [--clients N] [--n N] [--duration SEC] [--runs N] [--compare SPEC]
+ *              [--peers] [--peers-dir DIR] [--json]
+ *
+ * Runs a workload (bench_wl.h) on usched variants (policies, knobs,
+ * topologies) and, with --peers, on the peer programs, all interleaved run by
+ * run (A B A B, not A A B B) so drift of the machine hits every variant
+ * alike. Prints pgbench-style `tps = N` lines per run, then mean, standard
+ * deviation and the difference of each variant to the first in percent, the
+ * decision counters of each usched variant summed over its runs, and with
+ * --peers a table of each system's median and its ratio to usched.
+ *
+ * Exit status: 0 done; 1 a run failed (a usched call failed or a workload's
+ * check found a wrong result; a failing peer is reported, not fatal); 2 bad
+ * usage (one line on stderr).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_peer.h"
+#include "bench_wl.h"
+#include "usched.h"
+
+int cmd_bench(int argc, char **argv);
+
+static const char bench_usage[] =
+    "usage: usched bench [WORKLOAD] [options]\n"
+    "\n"
+    "Runs WORKLOAD (default: select) on usched, comparing variants side by side.\n"
+    "With no options it compares every policy on select, 3 runs of 3 s each.\n"
+    "\n"
+    "  -p, --policy P       policy to run (default: compare all policies)\n"
+    "  -k, --knobs K        knobs for every variant, 'smt=0,affine=1'\n"
+    "  -t, --topology T     topology: hwloc synthetic string, XML file or captured root\n"
+    "  -c, --cpus LIST      restrict to these CPUs ('0-7,16')\n"
+    "      --compare SPEC   variants to compare: 'smt=1;smt=0' (';' separates variants,\n"
+    "                       each a list of policy=, topology=, cpus=, knobs= or knob\n"
+    "                       settings) or 'policy=usched,linux' (one key, its values)\n"
+    "      --peers          also run the peer programs (Go, oneTBB, ...) installed\n"
+    "      --peers-dir DIR  where the peers are (default: $USCHED_PEERS_DIR, else the\n"
+    "                       'peers' folder beside this executable)\n"
+    "  -r, --runs N         runs per variant (default 3)\n"
+    "  -d, --duration SEC   length of a timed run (pairs, select; default 3), cap of\n"
+    "                       pingpong and spawn\n"
+    "  -n, --n N            workload size (fib: n; skynet: leaves, a power of 10;\n"
+    "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
+    "      --clients N      select: client fibers (default 2 x CPUs)\n"
+    "      --json           one JSON object per run on stdout instead of the report\n"
+    "  -h, --help           print this help\n"
+    "\n"
+    "Workloads:\n";
+
+#define DEFAULT_RUNS 3
+#define DEFAULT_DURATION 3.0
+#define MAX_RUNS 1000
+
+struct variant {
+    char label[300];
+    const char *peer;   /* NULL: usched */
+    char policy[64];    /* "" = the library's default (USCHED_POLICY or usched) */
+    char knobs[512];
+    char topology[512]; /* "" = this machine */
+    char cpus[128];
+    bool has_topology, has_cpus;
+    bool skipped;          /* not run: why says why (unavailable policy, peer missing) */
+    char why[300];         /* also: the last failure of a peer */
+    double *values;        /* per run; NAN for a failed peer run */
+    int nvalues;
+    uint64_t *counters;    /* summed over runs, usched_stat_count() of them */
+    int ncpus;
+};
+
+static struct {
+    const struct bench_workload *wl;
+    struct bench_params p;
+    int runs;
+    bool json, peers, progress_tty;
+    const char *peers_dir_opt;
+    char peers_dir[4096];
+    struct variant *v;
+    int nv;
+    int ncounters;
+    int total_runs, done_runs;
+} B;
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("usched bench: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (see usched bench --help)\n", stderr);
+    return 2;
+}
+
+static int parse_long(const char *opt, const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno == ERANGE)
+        return usage_error("%s '%s': not an integer", opt, s);
+    if (v < min || v > max) return usage_error("%s '%s': must be in [%ld, %ld]", opt, s, min, max);
+    *out = v;
+    return 0;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void append(char *buf, size_t len, const char *sep, const char *s)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, len - n, "%s%s", n && *s ? sep : "", s);
+}
+
+static const char *unit(void)
+{
+    return B.wl->info->unit;
+}
+
+static bool higher_better(void)
+{
+    return B.wl->info->higher_is_better != 0;
+}
+
+/* Operations per second for the `tps = N` line: the value itself for
+ * throughputs; 1e9/ns per operation; 1000/ms for whole-run workloads. */
+static double tps_of(double value)
+{
+    if (higher_better()) return value;
+    if (!strncmp(unit(), "ns", 2)) return 1e9 / value;
+    return 1e3 / value;
+}
+
+/* ---- variants ------------------------------------------------------------------- */
+
+static const char *effective_policy(const struct variant *v)
+{
+    const char *env = getenv("USCHED_POLICY");
+    return v->policy[0] ? v->policy : env && *env ? env : "usched";
+}
+
+/* Applies a variant's settings to a created scheduler. 0, or -1 with the
+ * setting and the library's reason in err. */
+static int variant_apply(usched_t *s, const struct variant *v, char *err, size_t len)
+{
+    const struct {
+        const char *key, *val;
+        bool set;
+    } kv[] = {
+        {"policy", v->policy, v->policy[0] != '\0'},
+        {"topology", v->topology, v->has_topology},
+        {"cpus", v->cpus, v->has_cpus},
+        {"knobs", v->knobs, v->knobs[0] != '\0'},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        if (!kv[i].set) continue;
+        if (usched_set(s, kv[i].key, kv[i].val) < 0) {
+            snprintf(err, len, "%s '%s': %s", kv[i].key, kv[i].val, usched_last_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Checks a variant's settings without running it: bad ones are a usage
+ * error (2). */
+static int variant_check(struct variant *v, const char *what)
+{
+    usched_t *s;
+    char err[400];
+    if (usched_create(&s) < 0) return usage_error("environment: %s", usched_last_error());
+    int r = variant_apply(s, v, err, sizeof err);
+    usched_destroy(s);
+    if (r < 0) {
+        return usage_error("%s: %s", what, err);
+    }
+    if (v->has_topology || v->has_cpus) {
+        FILE *null = fopen("/dev/null", "w");
+        r = null ? usched_topo_print(null, v->has_topology ? v->topology : NULL,
+                                     v->has_cpus ? v->cpus : NULL, "json")
+                 : 0;
+        if (null) fclose(null);
+        if (r < 0) return usage_error("%s: %s", what, usched_last_error());
+    }
+    return 0;
+}
+
+static struct variant *variant_add(const struct variant *base)
+{
+    struct variant *nv = realloc(B.v, (size_t)(B.nv + 1) * sizeof *nv);
+    if (!nv) {
+        fputs("usched bench: out of memory\n", stderr);
+        exit(1);
+    }
+    B.v = nv;
+    B.v[B.nv] = *base;
+    return &B.v[B.nv++];
+}
+
+/* Applies one "key=value" of a --compare variant. */
+static int variant_setting(struct variant *v, const char *key, const char *val, const char *spec)
+{
+    if (!*key || !val) return usage_error("--compare '%s': '%s' is not key=value", spec, key);
+    if (!strcmp(key, "policy"))
+        snprintf(v->policy, sizeof v->policy, "%s", val);
+    else if (!strcmp(key, "topology")) {
+        snprintf(v->topology, sizeof v->topology, "%s", val);
+        v->has_topology = true;
+    } else if (!strcmp(key, "cpus")) {
+        snprintf(v->cpus, sizeof v->cpus, "%s", val);
+        v->has_cpus = true;
+    } else if (!strcmp(key, "knobs"))
+        append(v->knobs, sizeof v->knobs, ",", val);
+    else {
+        char kv[300];
+        snprintf(kv, sizeof kv, "%s=%s", key, val);
+        append(v->knobs, sizeof v->knobs, ",", kv);
+    }
+    return 0;
+}
+
+/* One variant from "k=v,k=v" (a piece without '=' continues the previous
+ * value, so 'cpus=0,1' keeps its comma). */
+static int variant_parse(const struct variant *base, const char *part, const char *spec)
+{
+    struct variant v = *base;
+    char buf[1024], key[64] = "", val[900] = "";
+    bool have = false;
+    snprintf(v.label, sizeof v.label, "%s", part);
+    snprintf(buf, sizeof buf, "%s", part);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq && have) {
+            append(val, sizeof val, ",", tok);
+            continue;
+        }
+        if (have && variant_setting(&v, key, val, spec)) return 2;
+        if (!eq) return usage_error("--compare '%s': '%s' is not key=value", spec, tok);
+        *eq = '\0';
+        snprintf(key, sizeof key, "%s", tok);
+        snprintf(val, sizeof val, "%s", eq + 1);
+        have = true;
+    }
+    if (!have) return usage_error("--compare '%s': empty variant", spec);
+    if (variant_setting(&v, key, val, spec)) return 2;
+    char what[400];
+    snprintf(what, sizeof what, "--compare variant '%s'", part);
+    if (variant_check(&v, what)) return 2;
+    variant_add(&v);
+    return 0;
+}
+
+static int variants_from_compare(const struct variant *base, const char *spec)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", spec);
+    const char *eq = strchr(buf, '=');
+    if (!strchr(buf, ';') && eq && !strchr(eq + 1, '=') && strchr(eq, ',')) {
+        /* one key, several values: 'policy=usched,linux' */
+        char key[64];
+        size_t k = (size_t)(eq - buf);
+        if (k == 0 || k >= sizeof key) return usage_error("--compare '%s': bad key", spec);
+        memcpy(key, buf, k);
+        key[k] = '\0';
+        for (char *save = NULL, *val = strtok_r(buf + k + 1, ",", &save); val;
+             val = strtok_r(NULL, ",", &save)) {
+            char part[1100];
+            snprintf(part, sizeof part, "%s=%s", key, val);
+            if (variant_parse(base, part, spec)) return 2;
+        }
+        return 0;
+    }
+    for (char *save = NULL, *part = strtok_r(buf, ";", &save); part; part = strtok_r(NULL, ";", &save)) {
+        while (*part == ' ') part++;
+        if (!*part) continue;
+        if (variant_parse(base, part, spec)) return 2;
+    }
+    if (B.nv == 0) return usage_error("--compare '%s': no variant", spec);
+    return 0;
+}
+
+/* Every policy of the library (usched first: the reference), each a variant. */
+static int variants_all_policies(const struct variant *base)
+{
+    int n = usched_policy_count();
+    for (int k = -1; k < n; k++) {
+        const char *name = k < 0 ? "usched" : usched_policy_name(k);
+        if (!name || (k >= 0 && !strcmp(name, "usched"))) continue;
+        struct variant v = *base;
+        snprintf(v.policy, sizeof v.policy, "%s", name);
+        snprintf(v.label, sizeof v.label, "policy=%s", name);
+        if (variant_check(&v, "--knobs/--topology/--cpus")) return 2;
+        variant_add(&v);
+    }
+    return 0;
+}
+
+static int variants_peers(void)
+{
+    if (bench_peer_dir(B.peers_dir_opt, B.peers_dir, sizeof B.peers_dir) < 0) {
+        fprintf(stderr, "usched bench: %s\n", B.peers_dir);
+        return 1;
+    }
+    for (int i = 0; i < bench_npeers; i++) {
+        struct variant v = {.peer = bench_peer_names[i]};
+        snprintf(v.label, sizeof v.label, "%s", v.peer);
+        variant_add(&v);
+    }
+    return 0;
+}
+
+/* ---- progress (stderr) ------------------------------------------------------------- */
+
+static void progress_clear(void)
+{
+    if (B.progress_tty) fputs("\r\033[K", stderr);
+}
+
+static void progress_start(const struct variant *v, int run)
+{
+    if (!B.progress_tty) return;
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s run %d/%d ...", B.done_runs + 1, B.total_runs,
+            B.wl->name, v->label, run + 1, B.runs);
+    fflush(stderr);
+}
+
+static void progress_done(const struct variant *v, int run, const char *what)
+{
+    B.done_runs++;
+    if (B.progress_tty) return;
+    fprintf(stderr, "usched bench: [%d/%d] %s %s run %d/%d: %s\n", B.done_runs, B.total_runs,
+            B.wl->name, v->label, run + 1, B.runs, what);
+}
+
+/* ---- one run ------------------------------------------------------------------------ */
+
+static void json_run(const struct variant *v, int run, double value, const uint64_t *counters,
+                     const char *skipped, const char *failed)
+{
+    printf("{\"workload\":\"%s\",\"system\":", B.wl->name);
+    json_str(stdout, v->peer ? v->peer : "usched");
+    printf(",\"variant\":");
+    json_str(stdout, v->label);
+    printf(",\"policy\":");
+    json_str(stdout, v->peer ? NULL : effective_policy(v));
+    printf(",\"knobs\":");
+    json_str(stdout, v->peer ? NULL : v->knobs);
+    printf(",\"topology\":");
+    json_str(stdout, v->peer || !v->has_topology ? NULL : v->topology);
+    printf(",\"cpus\":");
+    json_str(stdout, v->peer || !v->has_cpus ? NULL : v->cpus);
+    printf(",\"threads\":%d,\"run\":%d,\"value\":", v->ncpus, run + 1);
+    if (skipped || failed || isnan(value))
+        fputs("null", stdout);
+    else
+        printf("%.6g", value);
+    printf(",\"unit\":\"%s\",\"higher_is_better\":%s", unit(), higher_better() ? "true" : "false");
+    if (skipped) {
+        printf(",\"skipped\":");
+        json_str(stdout, skipped);
+    }
+    if (failed) {
+        printf(",\"failed\":");
+        json_str(stdout, failed);
+    }
+    printf(",\"counters\":{");
+    for (int i = 0; counters && i < B.ncounters; i++)
+        printf("%s\"%s\":%llu", i ? "," : "", usched_stat_name(i), (unsigned long long)counters[i]);
+    printf("}}\n");
+    fflush(stdout);
+}
+
+static void report_run(const struct variant *v, int run, double value)
+{
+    char what[200];
+    if (higher_better() && !strcmp(unit(), "tps"))
+        snprintf(what, sizeof what, "tps = %.1f", value);
+    else
+        snprintf(what, sizeof what, "tps = %.1f (%.6g %s)", tps_of(value), value, unit());
+    if (!B.json) {
+        progress_clear();
+        printf("%s %s run %d: %s\n", B.wl->name, v->label, run + 1, what);
+        fflush(stdout);
+    }
+    progress_done(v, run, what);
+}
+
+/* Runs the workload once on a fresh scheduler; exits 1 on a failure. */
+static void run_usched(struct variant *v, int run)
+{
+    usched_t *s;
+    char err[400];
+    struct bench_out out = {0};
+    if (usched_create(&s) < 0 || variant_apply(s, v, err, sizeof err) < 0) {
+        fprintf(stderr, "usched bench: %s: %s\n", v->label, usched_last_error());
+        exit(1);
+    }
+    /* yield runs on one worker (bench/WORKLOADS.md) unless the variant names CPUs */
+    if (B.wl->run == bench_yield && !v->has_cpus && usched_set(s, "cpus", "0") < 0) {
+        fprintf(stderr, "usched bench: %s: cpus '0': %s\n", v->label, usched_last_error());
+        exit(1);
+    }
+    if (usched_start(s) < 0) {
+        fprintf(stderr, "usched bench: %s: start: %s\n", v->label, usched_last_error());
+        exit(1);
+    }
+    struct bench_params p = B.p;
+    v->ncpus = usched_ncpus(s);
+    if (!p.clients) p.clients = 2 * v->ncpus;
+    bench_fail_reset();
+    usched_stats_reset(s);
+    int r = B.wl->run(s, &p, &out);
+    uint64_t *c = calloc((size_t)B.ncounters, sizeof *c);
+    for (int i = 0; c && i < B.ncounters; i++) {
+        usched_stat(s, usched_stat_name(i), &c[i]);
+        v->counters[i] += c[i];
+    }
+    int dr = usched_destroy(s);
+    if (r == 0 && dr < 0) {
+        r = -1;
+        snprintf(out.err, sizeof out.err, "destroy: %s", usched_last_error());
+    }
+    if (r < 0) {
+        progress_clear();
+        fprintf(stderr, "usched bench: %s %s run %d failed: %s\n", B.wl->name, v->label, run + 1,
+                out.err);
+        exit(1);
+    }
+    v->values[v->nvalues++] = out.value;
+    if (B.json) json_run(v, run, out.value, c, NULL, NULL);
+    free(c);
+    report_run(v, run, out.value);
+}
+
+/* The peer's arguments: the same work as the usched runs. */
+static void run_peer(struct variant *v, int run)
+{
+    char threads[16], n[32], dur[32], clients[16], seed[32];
+    char *argv[16];
+    int k = 0;
+    v->ncpus = B.v[0].ncpus;
+    argv[k++] = NULL; /* the path, filled in by bench_peer_run */
+    argv[k++] = (char *)B.wl->name;
+    snprintf(threads, sizeof threads, "%d", v->ncpus);
+    argv[k++] = "--threads";
+    argv[k++] = threads;
+    if (B.wl->info->default_n) {
+        snprintf(n, sizeof n, "%ld", B.p.n);
+        argv[k++] = "--n";
+        argv[k++] = n;
+    }
+    if (B.wl->timed || B.p.have_duration) {
+        snprintf(dur, sizeof dur, "%g", B.p.duration);
+        argv[k++] = "--duration";
+        argv[k++] = dur;
+    }
+    if (B.wl->info == &peer_workload_infos[PEER_select]) {
+        snprintf(clients, sizeof clients, "%d", B.p.clients ? B.p.clients : 2 * v->ncpus);
+        argv[k++] = "--clients";
+        argv[k++] = clients;
+    }
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)B.p.seed);
+    argv[k++] = "--seed";
+    argv[k++] = seed;
+    argv[k] = NULL;
+    struct bench_peer_out out;
+    bench_peer_run(B.peers_dir, v->peer, argv, &out);
+    if (out.status == BENCH_PEER_SKIPPED) {
+        snprintf(v->why, sizeof v->why, "%s", out.msg);
+        v->skipped = true;
+        B.total_runs -= B.runs - run - 1;
+        if (B.json) json_run(v, run, NAN, NULL, v->why, NULL);
+        progress_done(v, run, v->why);
+        return;
+    }
+    if (out.status == BENCH_PEER_FAILED) {
+        v->values[v->nvalues++] = NAN;
+        snprintf(v->why, sizeof v->why, "failed: %s", out.msg);
+        if (B.json) json_run(v, run, NAN, NULL, NULL, out.msg);
+        progress_done(v, run, v->why);
+        return;
+    }
+    v->values[v->nvalues++] = out.value;
+    if (B.json) json_run(v, run, out.value, NULL, NULL, NULL);
+    report_run(v, run, out.value);
+}
+
+/* ---- the report ---------------------------------------------------------------------- */
+
+struct summary {
+    int n;
+    double mean, sd, median;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static struct summary summarize(const struct variant *v)
+{
+    struct summary s = {0};
+    double *sorted = malloc(sizeof(double) * (size_t)(v->nvalues ? v->nvalues : 1));
+    for (int i = 0; i < v->nvalues; i++)
+        if (!isnan(v->values[i])) sorted[s.n++] = v->values[i];
+    for (int i = 0; i < s.n; i++) s.mean += sorted[i] / s.n;
+    for (int i = 0; i < s.n; i++) s.sd += (sorted[i] - s.mean) * (sorted[i] - s.mean);
+    s.sd = s.n > 1 ? sqrt(s.sd / (s.n - 1)) : 0;
+    qsort(sorted, (size_t)s.n, sizeof *sorted, cmp_double);
+    if (s.n) s.median = s.n % 2 ? sorted[s.n / 2] : (sorted[s.n / 2 - 1] + sorted[s.n / 2]) / 2;
+    free(sorted);
+    return s;
+}
+
+/* How many times better a is than b, in the workload's direction. */
+static double advantage(double a, double b)
+{
+    return higher_better() ? a / b : b / a;
+}
+
+static int label_width(void)
+{
+    int w = 8;
+    for (int i = 0; i < B.nv; i++)
+        if ((int)strlen(B.v[i].label) > w) w = (int)strlen(B.v[i].label);
+    return w > 40 ? 40 : w;
+}
+
+static void print_summary(void)
+{
+    int w = label_width();
+    const struct variant *ref = NULL;
+    struct summary rs = {0};
+    printf("\n%s: %d run%s per variant, %d CPU%s", B.wl->name, B.runs, B.runs == 1 ? "" : "s",
+           B.v[0].ncpus, B.v[0].ncpus == 1 ? "" : "s");
+    if (B.wl->timed) printf(", %g s each", B.p.duration);
+    printf(" (%s is better)\n", higher_better() ? "higher" : "lower");
+    printf("%-*s %14s %12s %-6s %s\n", w, "variant", "mean", "stddev", "unit", "diff");
+    for (int i = 0; i < B.nv; i++) {
+        const struct variant *v = &B.v[i];
+        struct summary s = summarize(v);
+        if (v->skipped || !s.n) {
+            printf("%-*s %s\n", w, v->label, v->why);
+            continue;
+        }
+        printf("%-*s %14.6g %12.4g %-6s ", w, v->label, s.mean, s.sd, unit());
+        if (!ref) {
+            ref = v;
+            rs = s;
+            printf("(reference)\n");
+            continue;
+        }
+        double d = (s.mean - rs.mean) / rs.mean * 100.0;
+        bool better = higher_better() ? d > 0 : d < 0;
+        printf("%+.2f%% (%s)\n", d, fabs(d) < 0.005 ? "same" : better ? "better" : "worse");
+    }
+}
+
+/* Counters worth reading for placement quality. */
+static bool interesting(const char *name)
+{
+    static const char *const prefixes[] = {"place_", "steal_", "migrate_"};
+    static const char *const names[] = {"smt_busy_sibling", "wake_cross_llc", "parks", "futex_wakes",
+                                        "stolen_fibers", "wake_remote", "claim_collisions"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return true;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return true;
+    return false;
+}
+
+static void print_counters(void)
+{
+    int cols[64], nc = 0;
+    for (int i = 0; i < B.nv && nc < 64; i++)
+        if (!B.v[i].peer && !B.v[i].skipped) cols[nc++] = i;
+    if (!nc) return;
+    printf("\ndecision counters, summed over each variant's runs (all-zero ones left out):\n");
+    printf("%-20s", "counter");
+    for (int j = 0; j < nc; j++) printf(" %16.16s", B.v[cols[j]].label);
+    printf("\n");
+    for (int i = 0; i < B.ncounters; i++) {
+        const char *name = usched_stat_name(i);
+        bool any = false;
+        for (int j = 0; j < nc; j++) any |= B.v[cols[j]].counters[i] != 0;
+        if (!interesting(name) || !any) continue;
+        printf("%-20s", name);
+        for (int j = 0; j < nc; j++) printf(" %16llu", (unsigned long long)B.v[cols[j]].counters[i]);
+        printf("\n");
+    }
+}
+
+static void print_peers(void)
+{
+    int w = label_width();
+    const struct variant *ref = &B.v[0];
+    struct summary rs = summarize(ref);
+    printf("\npeers: median of %d run%s, ratio = how many times usched (%s) is better\n", B.runs,
+           B.runs == 1 ? "" : "s", ref->label);
+    printf("%-*s %14s %-6s %8s\n", w, "system", "result", "unit", "ratio");
+    for (int i = 0; i < B.nv; i++) {
+        const struct variant *v = &B.v[i];
+        if (!v->peer && v != ref) continue;
+        struct summary s = summarize(v);
+        if (v->skipped || !s.n) {
+            printf("%-*s skipped: %s\n", w, v->peer ? v->peer : "usched", v->why);
+            continue;
+        }
+        printf("%-*s %14.6g %-6s %7.2fx%s\n", w, v->peer ? v->peer : "usched", s.median, unit(),
+               advantage(rs.median, s.median),
+               v->peer && advantage(rs.median, s.median) < 1 ? "  (usched loses)" : "");
+    }
+}
+
+/* ---- options -------------------------------------------------------------------------- */
+
+static void print_usage(void)
+{
+    fputs(bench_usage, stdout);
+    for (int i = 0; i < bench_nworkloads; i++)
+        printf("  %-9s %s (%s)\n", bench_workloads[i].name, bench_workloads[i].summary,
+               bench_workloads[i].info->unit);
+}
+
+/* Checks --n against the workload's rules (those of the peers' protocol). */
+static int check_n(long n, bool have_n)
+{
+    const char *w = B.wl->name;
+    if (!B.wl->info->default_n) {
+        if (have_n) return usage_error("--n: %s has no size, it runs for --duration", w);
+        return 0;
+    }
+    if (!strcmp(w, "fib") && n > 90) return usage_error("--n '%ld': fib(N) needs N <= 90", n);
+    if (!strcmp(w, "build") && n > 10000000)
+        return usage_error("--n '%ld': build needs at most 10000000 jobs", n);
+    if (!strcmp(w, "skynet")) {
+        long x = n;
+        while (x > 1 && x % 10 == 0) x /= 10;
+        if (x != 1 || n < 10) return usage_error("--n '%ld': skynet leaves must be a power of 10, >= 10", n);
+    }
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS };
+    static const struct option opts[] = {
+        {"policy", required_argument, NULL, 'p'},     {"knobs", required_argument, NULL, 'k'},
+        {"topology", required_argument, NULL, 't'},   {"cpus", required_argument, NULL, 'c'},
+        {"clients", required_argument, NULL, O_CLIENTS}, {"n", required_argument, NULL, 'n'},
+        {"duration", required_argument, NULL, 'd'},   {"runs", required_argument, NULL, 'r'},
+        {"compare", required_argument, NULL, O_COMPARE}, {"peers", no_argument, NULL, O_PEERS},
+        {"peers-dir", required_argument, NULL, O_PEERS_DIR}, {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+    };
+    struct variant base = {0};
+    const char *compare = NULL;
+    long n = 0, runs = DEFAULT_RUNS, clients = 0;
+    bool have_n = false;
+    memset(&B, 0, sizeof B);
+    B.p.duration = DEFAULT_DURATION;
+    B.p.seed = PEER_SEED;
+    B.p.cutoff = PEER_FIB_CUTOFF;
+    int o;
+    opterr = 0;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, ":p:k:t:c:n:d:r:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'p': snprintf(base.policy, sizeof base.policy, "%s", optarg); break;
+        case 'k': append(base.knobs, sizeof base.knobs, ",", optarg); break;
+        case 't':
+            snprintf(base.topology, sizeof base.topology, "%s", optarg);
+            base.has_topology = true;
+            break;
+        case 'c':
+            snprintf(base.cpus, sizeof base.cpus, "%s", optarg);
+            base.has_cpus = true;
+            break;
+        case O_CLIENTS:
+            if (parse_long("--clients", optarg, 1, 100000, &clients)) return 2;
+            break;
+        case 'n':
+            if (parse_long("--n", optarg, 1, LONG_MAX / 2, &n)) return 2;
+            have_n = true;
+            break;
+        case 'd': {
+            char *end;
+            errno = 0;
+            B.p.duration = strtod(optarg, &end);
+            if (!*optarg || *end || errno == ERANGE || !(B.p.duration > 0 && B.p.duration <= 86400))
+                return usage_error("--duration '%s': must be seconds in (0, 86400]", optarg);
+            B.p.have_duration = 1;
+            break;
+        }
+        case 'r':
+            if (parse_long("--runs", optarg, 1, MAX_RUNS, &runs)) return 2;
+            break;
+        case O_COMPARE: compare = optarg; break;
+        case O_PEERS: B.peers = true; break;
+        case O_PEERS_DIR: B.peers_dir_opt = optarg; break;
+        case O_JSON: B.json = true; break;
+        case 'h': print_usage(); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    const char *wname = optind < argc ? argv[optind++] : "select";
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!(B.wl = bench_workload_find(wname))) {
+        char names[256] = "";
+        for (int i = 0; i < bench_nworkloads; i++) append(names, sizeof names, ", ", bench_workloads[i].name);
+        return usage_error("workload '%s': unknown (%s)", wname, names);
+    }
+    if (clients && B.wl->info != &peer_workload_infos[PEER_select])
+        return usage_error("--clients: only select has clients, not %s", wname);
+    B.p.n = have_n ? n : B.wl->info->default_n;
+    if (check_n(B.p.n, have_n)) return 2;
+    if (B.peers_dir_opt && !B.peers) return usage_error("--peers-dir needs --peers");
+    B.p.clients = (int)clients;
+    B.runs = (int)runs;
+    B.ncounters = usched_stat_count();
+
+    /* the variants: --compare, or the one --policy, or every policy */
+    char what[64] = "--policy/--knobs/--topology/--cpus";
+    if (compare) {
+        if (variants_from_compare(&base, compare)) return 2;
+    } else if (base.policy[0]) {
+        snprintf(base.label, sizeof base.label, "policy=%s%s%.200s", base.policy, base.knobs[0] ? "," : "",
+                 base.knobs);
+        if (variant_check(&base, what)) return 2;
+        variant_add(&base);
+    } else if (variants_all_policies(&base)) {
+        return 2;
+    }
+    if (B.peers && variants_peers()) return 1;
+    for (int i = 0; i < B.nv; i++) {
+        struct variant *v = &B.v[i];
+        if (!v->peer) v->counters = calloc((size_t)B.ncounters, sizeof *v->counters);
+        v->values = calloc((size_t)B.runs, sizeof *v->values);
+        if ((!v->peer && !v->counters) || !v->values) {
+            fputs("usched bench: out of memory\n", stderr);
+            return 1;
+        }
+        if (v->skipped) {
+            if (B.json)
+                json_run(v, 0, NAN, NULL, v->why, NULL);
+            else
+                printf("%s %s: %s\n", B.wl->name, v->label, v->why);
+        } else {
+            B.total_runs += B.runs;
+        }
+    }
+    B.progress_tty = isatty(STDERR_FILENO);
+
+    /* interleaved: every variant's run 1, then every variant's run 2, ... */
+    for (int r = 0; r < B.runs; r++)
+        for (int i = 0; i < B.nv; i++) {
+            struct variant *v = &B.v[i];
+            if (v->skipped) continue;
+            progress_start(v, r);
+            if (v->peer)
+                run_peer(v, r);
+            else
+                run_usched(v, r);
+        }
+    progress_clear();
+    if (!B.json) {
+        print_summary();
+        print_counters();
+        if (B.peers) print_peers();
+    }
+    for (int i = 0; i < B.nv; i++) {
+        free(B.v[i].values);
+        free(B.v[i].counters);
+    }
+    free(B.v);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
