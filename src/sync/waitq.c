@@ -1,0 +1,285 @@
+/*
+ * Wait queues (see waitq.h for the protocol Q1-Q4) and sleep.
+ *
+ * The queue lock is a test-and-test-and-set spinlock: it is held for a few
+ * dozen instructions (link, unlink, claim), never across a park, since a
+ * fiber releases it from its worker's host context once switched out. A
+ * holder may be an outside thread the kernel preempted, so a contender
+ * yields its thread after a while instead of spinning on.
+ *
+ * Outside threads wait on their waiter's state word with FUTEX_WAIT; a waker
+ * stores the new state (the claim) and then FUTEX_WAKEs that address. The
+ * thread may already have returned by then: the wake is then spurious for
+ * whatever waits on that stack address later, which futex users tolerate
+ * (glibc's own semaphores rely on the same argument).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "core/error.h"
+#include "core/export.h"
+#include "sync/waitq.h"
+
+enum { SPIN_BEFORE_YIELD = 256 };
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
+}
+
+int usched__sync_check(const void *obj, const uint32_t *magic, const char *what, const char *call)
+{
+    if (!obj) return usched__error(EINVAL, "%s: %s is NULL", call, what);
+    uint32_t m = __atomic_load_n(magic, __ATOMIC_RELAXED);
+    if (m == USCHED__SYNC_DEAD) return usched__error(EINVAL, "%s: the %s was destroyed", call, what);
+    if (m != USCHED__SYNC_MAGIC) return usched__error(EINVAL, "%s: the %s is not initialised", call, what);
+    return 0;
+}
+
+static __thread char thread_ident_anchor;
+
+uintptr_t usched__sync_ident(void)
+{
+    usched_task_t *t = usched__current();
+    if (t) return (uintptr_t)t;
+    return (uintptr_t)&thread_ident_anchor | 1u;
+}
+
+void usched__wq_lock(struct usched__waitq *q)
+{
+    for (unsigned spins = 0;;) {
+        if (!__atomic_exchange_n(&q->lock, 1, __ATOMIC_ACQUIRE)) return;
+        while (__atomic_load_n(&q->lock, __ATOMIC_RELAXED)) {
+            if (++spins < SPIN_BEFORE_YIELD) {
+                usched__cpu_relax();
+            } else {
+                spins = 0;
+                sched_yield();
+            }
+        }
+    }
+}
+
+void usched__wq_unlock(struct usched__waitq *q)
+{
+    __atomic_store_n(&q->lock, 0, __ATOMIC_RELEASE);
+}
+
+static void unlock_after_park(void *arg)
+{
+    usched__wq_unlock(arg);
+}
+
+void usched__waiter_init(struct usched__waiter *w)
+{
+    w->next = w->prev = NULL;
+    w->q = w->lk = NULL;
+    w->task = usched__current();
+    w->ident = w->task ? (uintptr_t)w->task : usched__sync_ident();
+    atomic_store_explicit(&w->state, WQ_PENDING, memory_order_relaxed);
+    w->result = 0;
+    w->msg = NULL;
+    w->timer.heap_index = -1;
+    w->timer.owner = NULL;
+    atomic_store_explicit(&w->timer_done, 0, memory_order_relaxed);
+}
+
+void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w)
+{
+    struct usched__waiter *tail = q->tail;
+    w->q = w->lk = q;
+    w->next = NULL;
+    w->prev = tail;
+    if (tail)
+        tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    __atomic_store_n(&q->nwaiters, q->nwaiters + 1, __ATOMIC_RELAXED);
+}
+
+void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    __atomic_store_n(&q->nwaiters, q->nwaiters - 1, __ATOMIC_RELAXED);
+}
+
+struct usched__waiter *usched__wq_pop(struct usched__waitq *q)
+{
+    struct usched__waiter *w = q->head;
+    if (w) usched__wq_remove(q, w);
+    return w;
+}
+
+usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result)
+{
+    usched__wtok_t tok = {.task = w->task, .futex = w->task ? NULL : &w->state};
+    w->result = result;
+    uint32_t exp = WQ_PENDING;
+    /* Pairs with the acquire loads of the waiter (fiber resume or futex loop). */
+    if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, WQ_WOKEN, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        fprintf(stderr, "usched: wait queue: a queued waiter was claimed twice (state %u)\n", exp);
+        abort();
+    }
+    return tok;
+}
+
+void usched__wq_wake(usched__wtok_t tok, unsigned flags)
+{
+    if (tok.task)
+        usched__wake(tok.task, flags);
+    else if (tok.futex)
+        futex(tok.futex, FUTEX_WAKE, 1, NULL);
+}
+
+usched_task_t *usched__wq_claim_all(struct usched__waitq *q, int result, usched_task_t *chain)
+{
+    struct usched__waiter *w;
+    while ((w = usched__wq_pop(q))) {
+        usched__wtok_t tok = usched__wq_claim(w, result);
+        if (tok.task) {
+            /* Claimed: the link is ours until the wake. */
+            *usched__task_link(tok.task) = chain;
+            chain = tok.task;
+        } else {
+            usched__wq_wake(tok, 0);
+        }
+    }
+    return chain;
+}
+
+void usched__wq_wake_chain(usched_task_t *chain, unsigned flags)
+{
+    while (chain) {
+        usched_task_t *t = chain;
+        chain = *usched__task_link(t);
+        usched__wake(t, flags);
+    }
+}
+
+/* Q3: claims w for its timeout under its lock; unlinks it if won. */
+static bool claim_timeout(struct usched__waiter *w)
+{
+    if (w->lk) usched__wq_lock(w->lk);
+    uint32_t exp = WQ_PENDING;
+    bool won = atomic_compare_exchange_strong_explicit(&w->state, &exp, WQ_TIMEDOUT,
+                                                       memory_order_acq_rel, memory_order_acquire);
+    if (won && w->q) usched__wq_remove(w->q, w);
+    if (w->lk) usched__wq_unlock(w->lk);
+    return won;
+}
+
+/* Q3 for fibers: runs on the worker that armed the timer, in host context. */
+static void timer_fired(usched__timer_t *t)
+{
+    struct usched__waiter *w = (struct usched__waiter *)((char *)t - offsetof(struct usched__waiter, timer));
+    usched_task_t *task = w->task;
+    bool won = claim_timeout(w);
+    /* Last touch of the waiter (Q4); if we won, it stays parked until the
+     * wake below, so the frame is still there. */
+    atomic_store_explicit(&w->timer_done, 1, memory_order_release);
+    if (won) usched__wake(task, 0);
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns)
+{
+    uint64_t now = usched__now_ns();
+    return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
+
+static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
+{
+    bool armed = false;
+    if (timeout_ns != UINT64_MAX) {
+        w->timer.deadline_ns = deadline_after(timeout_ns);
+        w->timer.fn = timer_fired;
+        int rc = usched__timer_add(&w->timer);
+        if (rc < 0) {
+            if (w->q) usched__wq_remove(w->q, w);
+            if (lk) usched__wq_unlock(lk);
+            return rc;
+        }
+        armed = true;
+    }
+    /* Q1: the lock is released once this fiber is switched out. */
+    usched__block(lk ? unlock_after_park : NULL, lk);
+    if (armed && !usched__timer_cancel(&w->timer)) {
+        /* Q4: the callback left the heap; wait until it is done with w. */
+        for (unsigned spins = 0; !atomic_load_explicit(&w->timer_done, memory_order_acquire);)
+            if (++spins < SPIN_BEFORE_YIELD)
+                usched__cpu_relax();
+            else
+                sched_yield(), spins = 0;
+    }
+    if (atomic_load_explicit(&w->state, memory_order_acquire) == WQ_TIMEDOUT) return -ETIMEDOUT;
+    return w->result;
+}
+
+static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
+{
+    uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : deadline_after(timeout_ns);
+    if (lk) usched__wq_unlock(lk);
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+        if (st != WQ_PENDING) break;
+        if (deadline == UINT64_MAX) {
+            futex(&w->state, FUTEX_WAIT, WQ_PENDING, NULL);
+            continue;
+        }
+        uint64_t now = usched__now_ns();
+        if (now >= deadline) {
+            /* Q3 for threads: claim our own timeout. */
+            if (claim_timeout(w)) return -ETIMEDOUT;
+            continue;
+        }
+        uint64_t d = deadline - now;
+        struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
+        futex(&w->state, FUTEX_WAIT, WQ_PENDING, &ts);
+    }
+    return w->result;
+}
+
+int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
+{
+    if (w->task) return wait_fiber(lk, w, timeout_ns);
+    return wait_thread(lk, w, timeout_ns);
+}
+
+/* ---- sleep -------------------------------------------------------------- */
+
+USCHED_EXPORT int usched_sleep_ns(uint64_t ns)
+{
+    if (!usched__current()) {
+        /* Outside a fiber: the thread sleeps (nanosleep). */
+        struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+        while (nanosleep(&ts, &ts) != 0)
+            if (errno != EINTR) return usched__error(errno, "sleep: nanosleep failed");
+        return 0;
+    }
+    if (ns == 0) {
+        usched_yield();
+        return 0;
+    }
+    struct usched__waiter w;
+    usched__waiter_init(&w);
+    int rc = usched__wq_wait(NULL, &w, ns);
+    if (rc == -ETIMEDOUT) return 0;
+    if (rc < 0) return usched__error(-rc, "sleep: cannot arm a timer");
+    return rc;
+}

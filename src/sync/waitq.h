@@ -1,0 +1,132 @@
+/*
+ * Wait queues: the one mechanism every blocking primitive of src/sync is
+ * built on (channel, mutex, condvar, semaphore, waitgroup, sleep).
+ *
+ * A waiter lives on the stack of whoever waits: a fiber (it parks with
+ * usched__block) or an outside thread (it sleeps on a futex). Each waiter has
+ * one state word; the single transition out of WQ_PENDING (a CAS) decides who
+ * owns the wake-up: a waker (WQ_WOKEN), the waiter's own timeout
+ * (WQ_TIMEDOUT). Claims are made under the queue's lock, by whoever also
+ * unlinks the waiter, so a claimed waiter is never on a queue.
+ *
+ * Protocol (numbers referred to in waitq.c):
+ *   Q1. the waiter takes q's lock, checks its condition, links itself
+ *       (usched__wq_push) and calls usched__wq_wait, which releases the lock:
+ *       a fiber only once its registers are saved (usched__block's `after`),
+ *       so no waker resumes a fiber still running on its stack;
+ *   Q2. a waker takes the lock, pops/claims a waiter (usched__wq_pop or
+ *       usched__wq_claim), writes its result/message, releases the lock and
+ *       calls usched__wq_wake with the token the claim returned. After the
+ *       claim it never reads the waiter again: an outside thread may return
+ *       as soon as it sees the state change;
+ *   Q3. a timeout (a core timer in a worker's host context, or the futex
+ *       timeout of an outside thread) takes the lock and claims the waiter
+ *       with WQ_TIMEDOUT; if the claim fails, a waker won and the timeout
+ *       touches nothing but its own "done" word;
+ *   Q4. a fiber woken with a timer armed cancels it; if the timer already
+ *       left the heap, its callback is running or about to run on the owning
+ *       worker, and the fiber waits for the callback's "done" word before
+ *       its stack frame (the waiter) goes away.
+ * Wake-ups go through usched__wake, so the policy places the woken fiber
+ * (with USCHED_SEL_SYNC where the waker is about to block).
+ */
+#ifndef USCHED_SYNC_WAITQ_H
+#define USCHED_SYNC_WAITQ_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/sched.h"
+#include "usched.h"
+#include "usched/policy.h" /* USCHED_SEL_SYNC */
+
+enum { WQ_PENDING = 0, WQ_WOKEN = 1, WQ_TIMEDOUT = 2 };
+
+/* Magic of an initialised mutex/cond/sem/wg/channel ("sync"). */
+#define USCHED__SYNC_MAGIC 0x73796e63u
+#define USCHED__SYNC_DEAD 0x64656164u
+
+struct usched__waiter {
+    struct usched__waiter *next, *prev; /* queue links (under the queue's lock) */
+    struct usched__waitq *q;            /* queue it waits on, NULL for a plain sleep */
+    struct usched__waitq *lk;           /* queue whose lock word guards q (usually q) */
+    usched_task_t *task;                /* the fiber; NULL for an outside thread */
+    uintptr_t ident;                    /* usched__sync_ident() of the waiter */
+    _Atomic uint32_t state;             /* WQ_*: one CAS out of PENDING; futex word of threads */
+    int result;                         /* written by the claimer before the CAS */
+    void *msg;                          /* channel message (either direction) */
+    usched__timer_t timer;              /* armed by a timed fiber wait */
+    _Atomic uint32_t timer_done;        /* set by the timer callback as its last touch */
+};
+
+/* What a waker needs after the claim (it must not read the waiter then). */
+typedef struct usched__wtok {
+    usched_task_t *task;      /* fiber to wake, or NULL */
+    _Atomic uint32_t *futex;  /* outside thread's state word, or NULL */
+} usched__wtok_t;
+
+/* Identity of the caller: its fiber, or (low bit set) its thread. Never 0. */
+uintptr_t usched__sync_ident(void);
+
+void usched__wq_lock(struct usched__waitq *q);
+void usched__wq_unlock(struct usched__waitq *q);
+
+/* Prepares a waiter for the calling fiber or thread. */
+void usched__waiter_init(struct usched__waiter *w);
+
+/* Under the lock: link w at the tail (w->lk = q: set w->lk after this when
+ * another queue's lock guards q). */
+void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w);
+
+/* Under the lock: unlinks and returns the first waiter (NULL if none). The
+ * caller then sets its msg if any and claims it (usched__wq_claim). */
+struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
+
+/* Under the lock: unlinks w (which must be queued on q). */
+void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w);
+
+/* Under the lock: the first waiter without unlinking it (NULL if none). */
+static inline struct usched__waiter *usched__wq_first(const struct usched__waitq *q)
+{
+    return (struct usched__waiter *)q->head;
+}
+
+/* Under the lock: claims a waiter already unlinked (usched__wq_pop) with
+ * `result`: returns its wake token. */
+usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result);
+
+/* After the lock is released: wakes a claimed waiter. flags: USCHED_SEL_SYNC
+ * when the caller is about to block. */
+void usched__wq_wake(usched__wtok_t tok, unsigned flags);
+
+/* Under the lock: pops and claims every waiter with `result`. Outside
+ * threads are futex-woken at once (their waiter may vanish once claimed);
+ * fibers are chained through their task link onto `chain`, which is
+ * returned: wake it with usched__wq_wake_chain after releasing the lock. */
+usched_task_t *usched__wq_claim_all(struct usched__waitq *q, int result, usched_task_t *chain);
+void usched__wq_wake_chain(usched_task_t *chain, unsigned flags);
+
+/* Q1: called with lk's lock held and w pushed (or, for a plain sleep,
+ * lk == NULL and w not queued); releases the lock and waits until claimed. timeout_ns ==
+ * UINT64_MAX waits forever. Returns w->result, or -ETIMEDOUT, or -ENOMEM if
+ * no timer could be armed (w is then unlinked). */
+int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns);
+
+/* Waiters queued (under the lock, or as a hint without it). */
+static inline uint32_t usched__wq_len(const struct usched__waitq *q)
+{
+    return __atomic_load_n(&q->nwaiters, __ATOMIC_RELAXED);
+}
+
+static inline bool usched__sync_live(uint32_t magic)
+{
+    return magic == USCHED__SYNC_MAGIC;
+}
+
+/* Checks an object argument of public call `call` ("mutex_lock"): 0, or
+ * -EINVAL with the detail "<call>: <what> is NULL" / "... the <what> is not
+ * initialised" / "... the <what> was destroyed". */
+int usched__sync_check(const void *obj, const uint32_t *magic, const char *what, const char *call);
+
+#endif
