@@ -27,7 +27,8 @@
 
 #define ASSERT_CMP_(a, op, b, T, fmt)                                           \
     do {                                                                        \
-        T a_ = (T)(a), b_ = (T)(b);                                             \
+        T a_ = (T)(a);                                                          \
+        T b_ = (T)(b);                                                          \
         if (!(a_ op b_))                                                        \
             TEST_FAIL_("%s %s %s: %" fmt " vs %" fmt, #a, #op, #b, a_, b_);     \
     } while (0)

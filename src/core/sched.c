@@ -924,6 +924,7 @@ static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
     usched__stack_set_current(&t->stack, t->id);
     usched__fctx_switch(&w->host, &t->fctx);
     /* Back on the host: the fiber's registers are saved. */
+    usched__stack_set_current(NULL, 0);
     if (!t->stack.guarded) usched__stack_check(&t->stack, t->id);
     w->cur = NULL;
     atomic_store_explicit(&w->current, NULL, memory_order_relaxed);
