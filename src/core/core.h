@@ -28,7 +28,7 @@
 
 #define USCHED_DEFAULT_STACK (64 * 1024)
 #define USCHED_GLOBAL_EVERY 61 /* picks between global-queue checks (Go's 61) */
-#define USCHED_STACK_CACHE 32  /* stacks kept per CPU */
+#define USCHED_STACK_CACHE 1024 /* stacks kept per CPU: a batch of 1000 spawns recycles locally */
 #define USCHED_TASK_MAGIC 0x75736368u /* "usch": a live task descriptor */
 #define USCHED_TASK_DEAD 0x64656164u  /* "dead": released descriptor */
 

@@ -1,5 +1,6 @@
 /* Core runtime: spawn, join, yield, nesting, wait, bound fibers. */
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -89,6 +90,20 @@ static void run_suite(const char *topology)
     ASSERT_OK(usched_wait(s));
     ASSERT_EQ(atomic_load(&counter), ncpus * 4);
     ASSERT_EQ(atomic_load(&bound_bad), 0);
+
+    /* An idle scheduler uses no CPU after the spin window. */
+    struct rusage r0, r1;
+    usleep(100 * 1000);
+    getrusage(RUSAGE_SELF, &r0);
+    usleep(500 * 1000);
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    printf("idle for 0.5 s: %.4f s of CPU used\n", cpu);
+    ASSERT(cpu < 0.05);
+    uint64_t parks;
+    ASSERT_OK(usched_stat(s, "parks", &parks));
+    ASSERT_GT(parks, 0);
 
     ASSERT_OK(usched_destroy(s));
 }
