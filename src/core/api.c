@@ -16,6 +16,7 @@
 void *usched__worker_main(void *arg);
 void usched__kick_all(usched_t *s);
 int usched__wait_live(usched_t *s, bool detect_deadlock);
+void usched__cancel_owaiters(usched_t *s);
 
 static int set_str(char **dst, const char *v)
 {
@@ -257,6 +258,7 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
             fprintf(stderr, "usched: destroy: %llu fiber%s blocked forever; their stacks are not reclaimed\n",
                     n, n == 1 ? "" : "s");
             rc = usched__error(EDEADLK, "destroy: %llu fibers were blocked forever", n);
+            usched__cancel_owaiters(s);
         }
         atomic_store(&s->stopping, 1);
         usched__kick_all(s);

@@ -46,7 +46,8 @@ struct usched_pol_ctx {
 struct usched__owaiter {
     _Atomic uint32_t done; /* futex word: 0 waiting, 1 released */
     int result;            /* 0 or -ECANCELED */
-    struct usched__owaiter *next; /* s->owaiters list (under s->lock) */
+    struct usched__owaiter *next, *prev; /* s->owaiters list (under s->lock) */
+    int linked;                   /* on s->owaiters (under s->lock) */
 };
 
 /*

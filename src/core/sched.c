@@ -605,6 +605,48 @@ static void unlock_jlock(void *arg)
     usched__spin_unlock(&((struct usched_task *)arg)->jlock);
 }
 
+/* Outside joiners are listed so that destroy can cancel them (-ECANCELED)
+ * when their fiber is blocked forever. */
+static void owaiter_link(usched_t *s, struct usched__owaiter *ow)
+{
+    pthread_mutex_lock(&s->lock);
+    ow->prev = NULL;
+    ow->next = s->owaiters;
+    if (ow->next) ow->next->prev = ow;
+    s->owaiters = ow;
+    ow->linked = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void owaiter_unlink(usched_t *s, struct usched__owaiter *ow)
+{
+    pthread_mutex_lock(&s->lock);
+    if (ow->linked) {
+        if (ow->prev) ow->prev->next = ow->next;
+        else s->owaiters = ow->next;
+        if (ow->next) ow->next->prev = ow->prev;
+        ow->linked = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void usched__cancel_owaiters(usched_t *s);
+void usched__cancel_owaiters(usched_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct usched__owaiter *ow = s->owaiters;
+    s->owaiters = NULL;
+    while (ow) {
+        struct usched__owaiter *next = ow->next;
+        ow->linked = 0;
+        ow->result = -ECANCELED;
+        atomic_store_explicit(&ow->done, 1, memory_order_release);
+        futex(&ow->done, FUTEX_WAKE, 1, NULL);
+        ow = next;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 USCHED_EXPORT int usched_join(usched_task_t *t)
 {
     if (!t) return usched__error(EINVAL, "join: task is NULL");
@@ -625,11 +667,15 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         usched__block(unlock_jlock, t);
     } else {
         struct usched__owaiter ow = {.done = 0, .result = 0};
+        usched_t *s = t->s;
+        owaiter_link(s, &ow);
         t->owaiter = &ow;
         usched__spin_unlock(&t->jlock);
         while (!atomic_load_explicit(&ow.done, memory_order_acquire))
             futex(&ow.done, FUTEX_WAIT, 0, NULL);
         result = ow.result;
+        /* Cancelled waiters were unlinked by destroy, which may have freed s. */
+        if (result == 0) owaiter_unlink(s, &ow);
     }
     if (result == 0) task_release(t);
     return result;
