@@ -112,7 +112,7 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
                    char *err, size_t errlen)
 {
     hwloc_topology_t hw;
-    struct saved_env e1 = {0}, e2 = {0};
+    struct saved_env e1 = {0}, e2 = {0}, e3 = {0};
     int r = classify(input, kind, err, errlen);
     if (r < 0) return r;
     if (*kind == TOPO_SRC_FSROOT) {
@@ -121,6 +121,10 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
         pthread_mutex_lock(&env_lock);
         r = env_push(&e1, "HWLOC_FSROOT", input);
         if (!r) r = env_push(&e2, "HWLOC_COMPONENTS", "linux,stop");
+        /* A root without CPU data makes hwloc print its own complaint on
+         * stderr; the caller reports the failure in one line instead
+         * (unless the user asked for hwloc's messages). */
+        if (!r && !getenv("HWLOC_HIDE_ERRORS")) r = env_push(&e3, "HWLOC_HIDE_ERRORS", "2");
     }
     if (!r && hwloc_topology_init(&hw) < 0) r = -ENOMEM;
     if (r == -ENOMEM) {
@@ -152,6 +156,7 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
         }
     }
     if (*kind == TOPO_SRC_FSROOT) {
+        env_pop(&e3);
         env_pop(&e2);
         env_pop(&e1);
         pthread_mutex_unlock(&env_lock);

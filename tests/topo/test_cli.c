@@ -164,6 +164,14 @@ int main(int argc, char **argv)
     FAILS(1, "input 'pack:2 bogus:3': malformed hwloc synthetic description", "topo", "--input",
           "pack:2 bogus:3");
     FAILS(1, "input '/tmp': directory is not a captured Linux root", "topo", "--input", "/tmp");
+    char empty[] = "/tmp/usched-topo-emptyroot-XXXXXX", cpudir[256];
+    ASSERT(mkdtemp(empty));
+    snprintf(cpudir, sizeof cpudir, "mkdir -p %s/sys/devices/system/cpu", empty);
+    ASSERT_EQ(system(cpudir), 0);
+    /* hwloc's own complaint about a root without CPUs stays off stderr. */
+    FAILS(1, "hwloc cannot read this captured Linux root", "topo", "--input", empty);
+    snprintf(cpudir, sizeof cpudir, "rm -rf %s", empty);
+    ASSERT_EQ(system(cpudir), 0);
     FAILS(1, "cpus '': empty CPU list", "topo", "--input", "pack:2 core:2 pu:1", "--cpus", "");
     FAILS(1, "cpus '9': CPU 9 is out of range (4 CPUs: 0-3)", "topo", "--input",
           "pack:2 core:2 pu:1", "--cpus", "9");
