@@ -404,7 +404,7 @@ static void json_run(const struct variant *v, int run, double value, const uint6
 static void report_run(const struct variant *v, int run, double value)
 {
     char what[200];
-    if (higher_better() && !strcmp(unit(), "tps"))
+    if (higher_better())
         snprintf(what, sizeof what, "tps = %.1f", value);
     else
         snprintf(what, sizeof what, "tps = %.1f (%.6g %s)", tps_of(value), value, unit());
@@ -485,7 +485,7 @@ static void run_peer(struct variant *v, int run)
         argv[k++] = "--duration";
         argv[k++] = dur;
     }
-    if (B.wl->info == &peer_workload_infos[PEER_select]) {
+    if (!strcmp(B.wl->name, "select")) {
         snprintf(clients, sizeof clients, "%d", B.p.clients ? B.p.clients : 2 * v->ncpus);
         argv[k++] = "--clients";
         argv[k++] = clients;
@@ -743,7 +743,7 @@ int cmd_bench(int argc, char **argv)
         for (int i = 0; i < bench_nworkloads; i++) append(names, sizeof names, ", ", bench_workloads[i].name);
         return usage_error("workload '%s': unknown (%s)", wname, names);
     }
-    if (clients && B.wl->info != &peer_workload_infos[PEER_select])
+    if (clients && strcmp(B.wl->name, "select"))
         return usage_error("--clients: only select has clients, not %s", wname);
     B.p.n = have_n ? n : B.wl->info->default_n;
     if (check_n(B.p.n, have_n)) return 2;
