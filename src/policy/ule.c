@@ -49,6 +49,14 @@ struct ule_res {
     int load;
 };
 
+/* TDQ_LOAD: queued plus running. A CPU out of the idle mask counts as
+ * running even between fibers (e.g. waking a joiner from an exiting fiber). */
+static int ule_load(usched_pol_ctx_t *ctx, int c)
+{
+    unsigned l = usched_pol_cpu_load(ctx, c);
+    return (int)(l ? l : !usched_pol_cpu_idle(ctx, c));
+}
+
 /* cpu_search_lowest over the group with mask m at `level`: returns the
  * group's summed load and the chosen CPU in r (-1 if none eligible). */
 static int ule_lowest(const struct ule_search *s, const uint64_t *m, int level, struct ule_res *r)
@@ -60,7 +68,7 @@ static int ule_lowest(const struct ule_search *s, const uint64_t *m, int level, 
     int child = level - 1;
     if (level == USCHED_LVL_SMT || (child == USCHED_LVL_SMT && !s->smt)) {
         for (int c = pol_next(ctx, m, 0); c >= 0; c = pol_next(ctx, m, c + 1)) {
-            int l = (int)usched_pol_cpu_load(ctx, c);
+            int l = ule_load(ctx, c);
             int p = c == s->prefer ? 128 : 0;
             int load = l * 256;
             total += load - p;
@@ -142,14 +150,19 @@ static void ule_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_arg
     /* 3. an idle CPU anywhere, 4. the least loaded CPU */
     int anchor = prev >= 0 ? prev : (self >= 0 ? self : 0);
     if (c < 0) c = ule_pick(&s, anchor, USCHED_LVL_MACHINE, &out->reason, prev);
-    if (c < 0) {
+    bool busy_pick = c < 0;
+    if (busy_pick) {
         s.maxload = INT_MAX;
         c = ule_pick(&s, anchor, USCHED_LVL_MACHINE, &out->reason, prev);
+        busy_pick = out->reason == USCHED_REASON_LEAST_LOADED;
     }
-    if (c < 0) c = anchor;
+    if (c < 0) {
+        c = anchor;
+        out->reason = USCHED_REASON_STACKED;
+    }
     /* 5. prefer self when the pick is busy and self not busier by more than 1 */
-    if (self >= 0 && c != self && !usched_pol_cpu_idle(ctx, c) &&
-        usched_pol_cpu_load(ctx, self) <= usched_pol_cpu_load(ctx, c) + 1) {
+    if (self >= 0 && c != self && busy_pick &&
+        ule_load(ctx, self) <= ule_load(ctx, c) + 1) {
         c = self;
         out->reason = USCHED_REASON_LOCAL;
     }

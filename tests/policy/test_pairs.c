@@ -1,0 +1,155 @@
+/*
+ * Wake-up pairs under the default policy (2x6x2 virtual topology):
+ *  - a ping-pong pair stays on one CPU with affine=1 (the wakee goes to the
+ *    waker's next slot), both with the SYNC hint and, without it, once the
+ *    two fibers have woken each other; with affine=0 no sync placement;
+ *  - a 1:N waker (a dispatcher waking N workers that answer it) is detected
+ *    as wide: its workers spread over idle CPUs and never queue in the
+ *    dispatcher's next slot; with wake_wide_factor=4096 (never wide) the
+ *    last worker to answer is taken for a sync partner and lands there.
+ */
+#include "ptest.h"
+
+#define TOPO "pack:2 l3:1 l2:6 core:1 pu:2"
+
+struct pp {
+    struct pt_mbox mb[2];
+    long rounds;
+    unsigned flags;
+    _Atomic int cpu[2];
+    _Atomic long same; /* iterations where both ran on one CPU (after warm-up) */
+};
+
+struct pp_side {
+    struct pp *pp;
+    int me;
+};
+
+static void pp_fn(void *arg)
+{
+    struct pp_side *sd = arg;
+    struct pp *pp = sd->pp;
+    int me = sd->me, other = 1 - me;
+    for (long i = 0; i < pp->rounds; i++) {
+        if (me == 1 || i > 0) pt_mb_wait(&pp->mb[me]);
+        atomic_store(&pp->cpu[me], usched_self_cpu());
+        if (me == 0 && i >= 10 && atomic_load(&pp->cpu[0]) == atomic_load(&pp->cpu[1]))
+            atomic_fetch_add(&pp->same, 1);
+        if (!(me == 1 && i == pp->rounds - 1)) pt_mb_post(&pp->mb[other], pp->flags);
+    }
+}
+
+static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
+{
+    usched_t *s = pt_start("usched", TOPO, knobs);
+    struct pp pp = {.rounds = test_scale(2000), .flags = flags};
+    struct pp_side sd[2] = {{&pp, 0}, {&pp, 1}};
+    usched_task_t *t[2];
+    ASSERT_OK(usched_spawn(s, &t[1], pp_fn, &sd[1]));
+    ASSERT_OK(usched_spawn(s, &t[0], pp_fn, &sd[0]));
+    ASSERT_OK(usched_join(t[0]));
+    ASSERT_OK(usched_join(t[1]));
+    long measured = pp.rounds - 10;
+    uint64_t sync = pt_stat(s, "place_sync");
+    printf("pingpong %-22s flags=%u rounds=%ld same_cpu=%ld place_sync=%llu\n", knobs, flags,
+           pp.rounds, atomic_load(&pp.same), (unsigned long long)sync);
+    if (expect_pair) {
+        ASSERT_GE(atomic_load(&pp.same) * 10, measured * 9);
+        ASSERT_GE(sync * 10, (uint64_t)(2 * measured) * 9);
+    } else {
+        ASSERT_EQ_U(sync, 0);
+    }
+    ASSERT_OK(usched_destroy(s));
+}
+
+/* ---- 1:N ------------------------------------------------------------------ */
+
+#define NW 8
+
+struct disp {
+    usched_t *s;
+    struct pt_mbox dmb, wmb[NW];
+    long rounds;
+    _Atomic int stop;
+    _Atomic int replies;
+    _Atomic int dcpu;
+    _Atomic long on_dispatcher; /* worker wake-ups on the dispatcher's CPU */
+    _Atomic long placed;
+    _Atomic uint64_t used[NW]; /* bit per CPU (< 64) used in the last round */
+};
+
+struct wk_arg {
+    struct disp *d;
+    int i;
+};
+
+static void worker_fn(void *arg)
+{
+    struct wk_arg *wa = arg;
+    struct disp *d = wa->d;
+    for (;;) {
+        pt_mb_wait(&d->wmb[wa->i]);
+        if (atomic_load(&d->stop)) return;
+        int cpu = usched_self_cpu();
+        atomic_fetch_add(&d->placed, 1);
+        if (cpu == atomic_load(&d->dcpu)) atomic_fetch_add(&d->on_dispatcher, 1);
+        atomic_store(&d->used[wa->i], 1ull << (cpu % 64));
+        if (atomic_fetch_add(&d->replies, 1) == NW - 1) pt_mb_post(&d->dmb, USCHED_SEL_SYNC);
+    }
+}
+
+static void dispatcher_fn(void *arg)
+{
+    struct disp *d = arg;
+    for (long r = 0; r < d->rounds; r++) {
+        if (r == 5) { /* warm-up done: the flips are counted */
+            atomic_store(&d->on_dispatcher, 0);
+            atomic_store(&d->placed, 0);
+        }
+        atomic_store(&d->replies, 0);
+        atomic_store(&d->dcpu, usched_self_cpu());
+        for (int i = 0; i < NW; i++) pt_mb_post(&d->wmb[i], 0);
+        pt_mb_wait(&d->dmb);
+    }
+    atomic_store(&d->stop, 1);
+    for (int i = 0; i < NW; i++) pt_mb_post(&d->wmb[i], 0);
+}
+
+static void one_to_n(const char *knobs, bool expect_wide)
+{
+    usched_t *s = pt_start("usched", TOPO, knobs);
+    struct disp d = {.s = s, .rounds = test_scale(300) + 10};
+    struct wk_arg wa[NW];
+    usched_task_t *w[NW], *dt;
+    for (int i = 0; i < NW; i++) {
+        wa[i] = (struct wk_arg){&d, i};
+        ASSERT_OK(usched_spawn(s, &w[i], worker_fn, &wa[i]));
+    }
+    ASSERT_OK(usched_spawn(s, &dt, dispatcher_fn, &d));
+    ASSERT_OK(usched_join(dt));
+    for (int i = 0; i < NW; i++) ASSERT_OK(usched_join(w[i]));
+    uint64_t mask = 0;
+    for (int i = 0; i < NW; i++) mask |= atomic_load(&d.used[i]);
+    int distinct = __builtin_popcountll(mask);
+    printf("1:%d %-28s placed=%ld on_dispatcher_cpu=%ld distinct_cpus_last_round=%d\n", NW, knobs,
+           atomic_load(&d.placed), atomic_load(&d.on_dispatcher), distinct);
+    if (expect_wide) {
+        ASSERT_EQ(atomic_load(&d.on_dispatcher), 0);
+        ASSERT_GE(distinct, NW / 2);
+    } else {
+        ASSERT_GT(atomic_load(&d.on_dispatcher), 0);
+    }
+    ASSERT_OK(usched_destroy(s));
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    pingpong("spin_us=0,affine=1", USCHED_SEL_SYNC, true);
+    pingpong("spin_us=0,affine=1", 0, true);
+    pingpong("spin_us=0,affine=0", USCHED_SEL_SYNC, false);
+    one_to_n("spin_us=0", true);
+    one_to_n("spin_us=0,wake_wide_factor=4096", false);
+    printf("ok\n");
+    return 0;
+}

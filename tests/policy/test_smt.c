@@ -1,0 +1,184 @@
+/*
+ * SMT decisions on virtual topologies. With busy fibers on distinct cores of
+ * an LLC (the wakee's prev, the waker's CPU and others, one PU each), a
+ * wake-up under each SMT-aware policy with smt=1 lands on a fully idle core,
+ * never beside a busy sibling; with smt=0 usched and linux take the first
+ * idle CPU after the waker's, which is the waker's own idle sibling, as the
+ * kernels do without SMT awareness; changing smt while running changes the
+ * next decision.
+ *
+ * Scenario (one wake-up, driven step by step):
+ *   1. fiber J runs somewhere (P = prev), then waits for the driver;
+ *   2. the driver picks the waker's CPU W (another core of P's LLC) and busy
+ *      cores: P itself, W, and all but one of the LLC's other cores;
+ *   3. J spawns B bound on W and joins it (J blocks); B spins until told;
+ *   4. once everything settled, B exits: the core wakes J from W;
+ *   5. J records where it woke (Q); the counters say why.
+ */
+#include "ptest.h"
+
+#define MAXB 64
+
+struct scen {
+    usched_t *s;
+    _Atomic int P, W, Q, go;
+    _Atomic int j_blocked;
+};
+
+static void b_fn(void *arg)
+{
+    struct scen *sc = arg;
+    while (!atomic_load(&sc->go)) __asm__ volatile("" ::: "memory");
+}
+
+static void j_fn(void *arg)
+{
+    struct scen *sc = arg;
+    atomic_store(&sc->P, usched_self_cpu());
+    while (atomic_load(&sc->W) < 0) __asm__ volatile("" ::: "memory");
+    usched_task_t *b;
+    ASSERT_OK(usched_spawn_on(sc->s, &b, atomic_load(&sc->W), b_fn, sc));
+    atomic_store(&sc->j_blocked, 1);
+    ASSERT_OK(usched_join(b));
+    atomic_store(&sc->Q, usched_self_cpu());
+}
+
+/* Runs the scenario once on a started scheduler; returns Q and fills the
+ * busy list (busy[0] = P, busy[1] = W). */
+static int run_once(usched_t *s, const usched__topo_t *t, int *busy, int *nbusy)
+{
+    struct scen sc = {.s = s};
+    atomic_store(&sc.P, -1);
+    atomic_store(&sc.W, -1);
+    atomic_store(&sc.Q, -1);
+    usched_task_t *j;
+    ASSERT_OK(usched_spawn(s, &j, j_fn, &sc));
+    while (atomic_load(&sc.P) < 0) usleep(100);
+    int P = atomic_load(&sc.P);
+
+    int cores[MAXB];
+    int ncores = pt_llc_cores(t, P, cores, MAXB);
+    ASSERT_GE(ncores, 3);
+    int W = -1, n = 0;
+    busy[n++] = P;
+    for (int i = 0; i < ncores && W < 0; i++)
+        if (!pt_same_core(t, cores[i], P)) W = cores[i];
+    busy[n++] = W;
+    /* every other core busy but one */
+    int others = ncores - 3;
+    for (int i = 0; i < ncores && others > 0; i++) {
+        if (pt_same_core(t, cores[i], P) || pt_same_core(t, cores[i], W)) continue;
+        busy[n++] = cores[i];
+        others--;
+    }
+    *nbusy = n;
+
+    struct pt_spinner sp[MAXB];
+    pt_spin_start(s, &sp[0], P); /* runs once J blocks */
+    for (int i = 2; i < n; i++) pt_spin_start(s, &sp[i], busy[i]);
+    atomic_store(&sc.W, W);
+    while (!atomic_load(&sc.j_blocked)) usleep(100);
+    pt_spin_wait(&sp[0]); /* P runs its spinner: J has blocked */
+    for (int i = 2; i < n; i++) pt_spin_wait(&sp[i]);
+    pt_settle();
+    ASSERT_OK(usched_stats_reset(s));
+    atomic_store(&sc.go, 1);
+    ASSERT_OK(usched_join(j));
+    int Q = atomic_load(&sc.Q);
+    pt_spin_stop(&sp[0]);
+    for (int i = 2; i < n; i++) pt_spin_stop(&sp[i]);
+    return Q;
+}
+
+static bool beside_busy(const usched__topo_t *t, int q, const int *busy, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (busy[i] != q && pt_same_core(t, busy[i], q)) return true;
+    return false;
+}
+
+static void print_case(const char *topo, const char *pol, const char *knobs, int Q, const int *busy,
+                       int n, usched_t *s)
+{
+    printf("%-36s %-7s %-8s P=%d W=%d busy={", topo, pol, knobs, busy[0], busy[1]);
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", busy[i]);
+    printf("} -> Q=%d smt_busy_sibling=%llu idle_core=%llu\n", Q,
+           (unsigned long long)pt_stat(s, "smt_busy_sibling"),
+           (unsigned long long)pt_stat(s, "place_idle_core"));
+}
+
+static void smt_case(const char *topo, const char *pol, int smt)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,smt=%d", smt);
+    usched__topo_t *t = pt_topo_load(topo);
+    usched_t *s = pt_start(pol, topo, knobs);
+    int busy[MAXB], n;
+    int Q = run_once(s, t, busy, &n);
+    print_case(topo, pol, knobs + 18, Q, busy, n, s);
+    ASSERT_GE(Q, 0);
+    if (smt && strcmp(pol, "global") != 0) { /* global is not SMT-aware */
+        ASSERT(!beside_busy(t, Q, busy, n));
+        ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 0);
+        ASSERT_EQ_U(pt_stat(s, "place_idle_core"), 1);
+    } else if ((!strcmp(pol, "usched") || !strcmp(pol, "linux")) &&
+               pt_sibling(t, busy[1]) == busy[1] + 1) {
+        /* the first idle CPU after the waker's: its own sibling */
+        ASSERT_EQ(Q, pt_sibling(t, busy[1]));
+        ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 1);
+    }
+    ASSERT_OK(usched_destroy(s));
+    usched__topo_free(t);
+}
+
+/* smt changes while the scheduler runs: the next decision follows it. */
+static void smt_runtime(const char *topo)
+{
+    usched__topo_t *t = pt_topo_load(topo);
+    usched_t *s = pt_start("usched", topo, "spin_us=0,steal=0,smt=1");
+    int busy[MAXB], n;
+    int Q = run_once(s, t, busy, &n);
+    print_case(topo, "usched", "smt=1", Q, busy, n, s);
+    ASSERT(!beside_busy(t, Q, busy, n));
+    ASSERT_OK(usched_set(s, "knobs", "smt=0"));
+    int64_t v = -1;
+    ASSERT_OK(usched_knob_get(s, "smt", &v));
+    ASSERT_EQ(v, 0);
+    Q = run_once(s, t, busy, &n);
+    print_case(topo, "usched", "->smt=0", Q, busy, n, s);
+    ASSERT_EQ(Q, pt_sibling(t, busy[1]));
+    ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 1);
+    ASSERT_OK(usched_set(s, "knobs", "smt=1"));
+    Q = run_once(s, t, busy, &n);
+    print_case(topo, "usched", "->smt=1", Q, busy, n, s);
+    ASSERT(!beside_busy(t, Q, busy, n));
+    ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 0);
+    ASSERT_OK(usched_destroy(s));
+    usched__topo_free(t);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    static const char *const topos[] = {
+        "pack:2 l3:1 l2:6 core:1 pu:2",
+        "pack:1 l3:1 l2:4 core:1 pu:2",
+        "pack:4 numa:1 l3:1 core:4 pu:2",
+        USCHED_TOPOLOGIES_DIR "/sysfs/32intel64-2p8co2t+8ve.lstopo-2.9.xml",
+    };
+    static const char *const smt_aware[] = {"usched", "linux", "ule", "bsd4"};
+    for (size_t i = 0; i < sizeof topos / sizeof topos[0]; i++) {
+        if (i == 3 && access(topos[i], R_OK) != 0) {
+            printf("skipping %s: not found\n", topos[i]);
+            continue;
+        }
+        for (size_t p = 0; p < sizeof smt_aware / sizeof smt_aware[0]; p++) {
+            smt_case(topos[i], smt_aware[p], 1);
+            smt_case(topos[i], smt_aware[p], 0);
+        }
+        smt_case(topos[i], "global", 1);
+    }
+    smt_runtime("pack:2 l3:1 l2:6 core:1 pu:2");
+    printf("ok\n");
+    return 0;
+}
