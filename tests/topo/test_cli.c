@@ -18,20 +18,6 @@ struct run {
     char *out, *err;
 };
 
-static char *slurp_file(FILE *f)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    rewind(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
-
 /* Runs the CLI with up to 8 arguments (NULL-terminated). */
 static struct run run(const char *a0, ...)
 {
@@ -54,7 +40,7 @@ static struct run run(const char *a0, ...)
     int st;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT(WIFEXITED(st)); /* never a crash */
-    return (struct run){WEXITSTATUS(st), slurp_file(out), slurp_file(err)};
+    return (struct run){WEXITSTATUS(st), topo_slurp(out), topo_slurp(err)};
 }
 
 static void done(struct run r)
@@ -81,15 +67,6 @@ static struct run succeeds(struct run r)
     if (r.status != 0) TEST_FAIL_("exit %d; stderr: %s", r.status, r.err);
     ASSERT_STR_EQ(r.err, "");
     return r;
-}
-
-static char *golden_file(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", TOPO_GOLDEN_DIR, name);
-    FILE *f = fopen(path, "r");
-    if (!f) TEST_FAIL_("%s: %s", path, strerror(errno));
-    return slurp_file(f);
 }
 
 int main(int argc, char **argv)
@@ -138,13 +115,13 @@ int main(int argc, char **argv)
     done(r);
     const char *westmere = topo_machine_input(topo_machine_named("westmere"));
     r = succeeds(run("topo", "--format", "dfly", "--input", westmere, NULL));
-    char *want = golden_file("westmere.dfly");
+    char *want = topo_golden("westmere.dfly");
     ASSERT_STR_EQ(r.out, want);
     free(want);
     done(r);
     r = succeeds(run("topo", "--format", "json", "--input",
                      USCHED_TOPOLOGIES_DIR "/xml/AMD-17h-Zen-2xEpyc-7451.xml", NULL));
-    want = golden_file("zen1.json");
+    want = topo_golden("zen1.json");
     ASSERT_STR_EQ(r.out, want);
     free(want);
     done(r);

@@ -20,25 +20,11 @@ static char *render(const usched__topo_t *t, const char *format)
     return buf;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) TEST_FAIL_("golden file %s: %s (USCHED_UPDATE_GOLDEN=1 creates it)", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
-    fclose(f);
-    fclose(m);
-    return buf;
-}
-
 static void golden(const struct topo_machine *m, const usched__topo_t *t, const char *format)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.%s", TOPO_GOLDEN_DIR, m->name, format);
+    char name[256], path[4096];
+    snprintf(name, sizeof name, "%s.%s", m->name, format);
+    snprintf(path, sizeof path, "%s/%s", TOPO_GOLDEN_DIR, name);
     char *got = render(t, format);
     const char *upd = getenv("USCHED_UPDATE_GOLDEN");
     if (upd && !strcmp(upd, "1")) {
@@ -46,7 +32,7 @@ static void golden(const struct topo_machine *m, const usched__topo_t *t, const 
         if (!f || fputs(got, f) < 0 || fclose(f) != 0) TEST_FAIL_("writing %s", path);
         printf("  wrote %s\n", path);
     } else {
-        char *want = slurp(path);
+        char *want = topo_golden(name);
         if (strcmp(got, want) != 0) TEST_FAIL_("%s %s differs from %s", m->name, format, path);
         free(want);
     }
