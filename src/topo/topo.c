@@ -132,7 +132,10 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
     } else {
         switch (*kind) {
         case TOPO_SRC_LIVE:
-            hwloc_topology_set_flags(hw, HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING);
+            /* hwloc refuses RESTRICT_TO_CPUBINDING without IS_THISSYSTEM. */
+            if (hwloc_topology_set_flags(hw, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                                                 HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING) < 0)
+                r = -EINVAL;
             break;
         case TOPO_SRC_XML:
             if (hwloc_topology_set_xml(hw, input) < 0) r = -EINVAL;

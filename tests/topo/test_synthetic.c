@@ -3,6 +3,7 @@
  * CPU list, and the loader's errors for every kind of bad input.
  */
 #include <fcntl.h>
+#include <sched.h>
 
 #include "topo_test.h"
 
@@ -112,6 +113,21 @@ int main(void)
     usched__topo_free(t);
     t = topo_load_ok("", "0");
     ASSERT_EQ(usched__topo_ncpus(t), 1);
+    usched__topo_free(t);
+    /* ... restricted to the CPUs the process may use: bound to its last
+     * allowed CPU, this machine has that one CPU. */
+    cpu_set_t all, one;
+    ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) last = c;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    t = topo_load_ok(NULL, NULL);
+    ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+    ASSERT_EQ(usched__topo_ncpus(t), 1);
+    ASSERT_EQ(usched__topo_os_index(t, 0), last);
     usched__topo_free(t);
 
     /* Bad inputs. */
