@@ -217,11 +217,11 @@ static int print_tree(const usched__topo_t *t, FILE *f)
 {
     uint64_t *tmp = calloc((size_t)t->words, sizeof *tmp);
     if (!tmp) return -ENOMEM;
-    fprintf(f, "%d CPUs: %d packages, %d NUMA nodes, %d LLCs, %d L2s, %d cores, SMT %d", t->ncpus,
+    fprintf(f, "cpus %d, packages %d, numa nodes %d, llcs %d, l2 %d, cores %d, smt %d", t->ncpus,
             t->ngroups[TOPO_PACKAGE], hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE),
             t->ngroups[TOPO_LLC], t->ngroups[TOPO_L2], t->ngroups[TOPO_SMT], t->smt_width);
     if (t->nkinds > 1) {
-        fprintf(f, ", %d core kinds (", t->nkinds);
+        fprintf(f, ", core kinds %d (", t->nkinds);
         for (int k = 0; k < t->nkinds; k++) {
             memset(tmp, 0, (size_t)t->words * sizeof *tmp);
             for (int c = 0; c < t->ncpus; c++)
