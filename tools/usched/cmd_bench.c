@@ -194,7 +194,7 @@ static int variant_apply(usched_t *s, const struct variant *v, char *err, size_t
 }
 
 /* Checks a variant's settings without running it: bad ones are a usage
- * error (2). */
+ * error (2), the message prefixed by what (NULL: none). */
 static int variant_check(struct variant *v, const char *what)
 {
     usched_t *s;
@@ -203,7 +203,7 @@ static int variant_check(struct variant *v, const char *what)
     int r = variant_apply(s, v, err, sizeof err);
     usched_destroy(s);
     if (r < 0) {
-        return usage_error("%s: %s", what, err);
+        return usage_error("%s%s%s", what ? what : "", what ? ": " : "", err);
     }
     if (v->has_topology || v->has_cpus) {
         FILE *null = fopen("/dev/null", "w");
@@ -211,7 +211,8 @@ static int variant_check(struct variant *v, const char *what)
                                      v->has_cpus ? v->cpus : NULL, "json")
                  : 0;
         if (null) fclose(null);
-        if (r < 0) return usage_error("%s: %s", what, usched_last_error());
+        if (r < 0)
+            return usage_error("%s%stopology: %s", what ? what : "", what ? ": " : "", usched_last_error());
     }
     return 0;
 }
@@ -320,7 +321,7 @@ static int variants_all_policies(const struct variant *base)
         struct variant v = *base;
         snprintf(v.policy, sizeof v.policy, "%s", name);
         snprintf(v.label, sizeof v.label, "policy=%s", name);
-        if (variant_check(&v, "--knobs/--topology/--cpus")) return 2;
+        if (variant_check(&v, NULL)) return 2;
         variant_add(&v);
     }
     return 0;
@@ -753,13 +754,12 @@ int cmd_bench(int argc, char **argv)
     B.ncounters = usched_stat_count();
 
     /* the variants: --compare, or the one --policy, or every policy */
-    char what[64] = "--policy/--knobs/--topology/--cpus";
     if (compare) {
         if (variants_from_compare(&base, compare)) return 2;
     } else if (base.policy[0]) {
         snprintf(base.label, sizeof base.label, "policy=%s%s%.200s", base.policy, base.knobs[0] ? "," : "",
                  base.knobs);
-        if (variant_check(&base, what)) return 2;
+        if (variant_check(&base, NULL)) return 2;
         variant_add(&base);
     } else if (variants_all_policies(&base)) {
         return 2;
