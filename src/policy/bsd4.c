@@ -15,7 +15,10 @@
  * Differences from the kernel: no priorities, so "a CPU running a worse
  * priority" never applies; the sibling test looks at every sibling rather
  * than the first one of a shrinking mask (DragonFly's scan misses a free
- * sibling it already visited); no cache-coherent deferral of batch threads.
+ * sibling it already visited); no cache-coherent deferral of batch threads;
+ * the chosen CPU is kicked but not claimed: any CPU may take the fiber from
+ * the shared queue, and a claimed CPU that found nothing would stay out of
+ * the idle masks (see docs/policies.md).
  *
  * Machines it suits: small machines with few CPUs and SMT, where one queue
  * gives perfect load balance. Where it is weak: one global lock on every

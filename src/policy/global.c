@@ -5,7 +5,8 @@
  * (USCHED_OPS_SHARED_RQ) that every CPU takes work from; a spawn or wake-up
  * kicks the first idle CPU in the idle mask (4BSD's forward_wakeup of an idle
  * CPU), or none when every CPU is busy. No stealing is needed: there is
- * nothing per CPU to steal.
+ * nothing per CPU to steal. The kicked CPU is not claimed (any CPU may take
+ * the fiber from the shared queue).
  *
  * Machines it suits: very small machines (2-4 CPUs) and workloads of long
  * independent jobs, where perfect balance matters more than caches; it is
