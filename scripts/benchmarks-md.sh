@@ -102,6 +102,7 @@ table() {
 
 : >"$tmp/losses"
 : >"$tmp/body"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 for w in $workloads; do
     cmd="usched bench $w --policy usched --peers --json --runs $runs --duration $dur${*:+ $*}"
     echo "benchmarks-md.sh: $cmd" >&2
@@ -134,11 +135,14 @@ done
     echo "usched is better than that system (its time divided by usched's, or usched's"
     echo "throughput divided by its): below 1.00x the system beats usched, marked \"loses\"."
     echo "pingpong and spawn runs are capped at the --duration (the result is per operation)."
+    echo "A load average above the CPU count below means other work shared the machine:"
+    echo "ratios (interleaved runs) hold up better than absolute numbers then."
     echo
     echo "## Machine"
     echo
     echo '```'
     echo "nproc: $(nproc)"
+    echo "load average (1, 5, 15 min) at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
     echo "kernel: $(uname -srm)"
     if command -v lscpu >/dev/null 2>&1; then
         lscpu | grep -E '^(Architecture|Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)|L1d|L2|L3|Hypervisor vendor|Virtualization type)' || true

@@ -545,6 +545,13 @@ static struct summary summarize(const struct variant *v)
     return s;
 }
 
+/* A number for the tables: whole above 10,000, else 4 significant digits. */
+static const char *num(char *buf, size_t len, double x)
+{
+    snprintf(buf, len, fabs(x) >= 1e4 ? "%.0f" : "%.4g", x);
+    return buf;
+}
+
 /* How many times better a is than b, in the workload's direction. */
 static double advantage(double a, double b)
 {
@@ -576,7 +583,8 @@ static void print_summary(void)
             printf("%-*s %s\n", w, v->label, v->why);
             continue;
         }
-        printf("%-*s %14.6g %12.4g %-6s ", w, v->label, s.mean, s.sd, unit());
+        char m[32], sd[32];
+        printf("%-*s %14s %12s %-6s ", w, v->label, num(m, sizeof m, s.mean), num(sd, sizeof sd, s.sd), unit());
         if (!ref) {
             ref = v;
             rs = s;
@@ -639,7 +647,8 @@ static void print_peers(void)
             printf("%-*s skipped: %s\n", w, v->peer ? v->peer : "usched", v->why);
             continue;
         }
-        printf("%-*s %14.6g %-6s %7.2fx%s\n", w, v->peer ? v->peer : "usched", s.median, unit(),
+        char m[32];
+        printf("%-*s %14s %-6s %7.2fx%s\n", w, v->peer ? v->peer : "usched", num(m, sizeof m, s.median), unit(),
                advantage(rs.median, s.median),
                v->peer && advantage(rs.median, s.median) < 1 ? "  (usched loses)" : "");
     }
