@@ -1,6 +1,7 @@
-# Convenience front end to CMake. Each target does its own set-up:
-#   make run       deps, configure build/, build, run `usched bench` (or `usched topo`
-#                  until the CLI has bench)
+# Convenience front end to CMake. Each target does its own set-up (scripts/deps.sh
+# installs missing Debian packages), and each is safe under make -j:
+#   make run       deps, configure build/, build the CLI, run `usched bench`
+#                  (`usched topo` until the CLI has bench)
 #   make test      deps (test set), configure build/, build, the whole suite
 #   make asan      the suite under AddressSanitizer+UndefinedBehaviorSanitizer (build-asan/)
 #   make tsan      the suite under ThreadSanitizer (build-tsan/)
@@ -8,56 +9,61 @@
 #   make clean     remove the build folders
 BUILD ?= build
 PREFIX ?= /usr/local
+DESTDIR ?=
 JOBS ?= 2
 CMAKE_FLAGS ?=
 # Stress sizes under sanitizers, in percent (read by test_scale() in tests/test.h).
 SAN_SCALE ?= 10
 
+MAKEFLAGS += --no-print-directory
+, := ,
 CTEST = ctest --output-on-failure --no-tests=error -j$(JOBS)
 
-.PHONY: all deps test-deps configure build run test asan tsan install clean
+# $(call configure,FOLDER,EXTRA CMAKE FLAGS)
+configure = cmake -S . -B $(1) -DUSCHED_WERROR=ON $(2) $(CMAKE_FLAGS)
+
+# $(call sanitized_suite,FOLDER,SANITIZERS,RUNTIME OPTIONS)
+define sanitized_suite
+	sh scripts/deps.sh test
+	$(call configure,$(1),-DUSCHED_SANITIZE=$(2))
+	cmake --build $(1) -j$(JOBS)
+	cd $(1) && USCHED_STRESS_SCALE=$(SAN_SCALE) $(3) $(CTEST)
+endef
+
+.PHONY: all build run test asan tsan install clean
 
 all: build
 
-deps:
-	sh scripts/deps.sh
-
-test-deps:
-	sh scripts/deps.sh test
-
-configure:
-	cmake -S . -B $(BUILD) -DUSCHED_WERROR=ON $(CMAKE_FLAGS)
-
-build: configure
+build:
+	$(call configure,$(BUILD))
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: deps build
+run:
+	sh scripts/deps.sh
+	$(call configure,$(BUILD))
+	cmake --build $(BUILD) -j$(JOBS) --target usched_cli
 	@if ./$(BUILD)/usched bench --help >/dev/null 2>&1; then \
 		echo "./$(BUILD)/usched bench"; ./$(BUILD)/usched bench; \
 	else \
 		echo "./$(BUILD)/usched topo  (usched bench is not there yet)"; ./$(BUILD)/usched topo; \
 	fi
 
-test: test-deps build
+test:
+	sh scripts/deps.sh test
+	$(call configure,$(BUILD))
+	cmake --build $(BUILD) -j$(JOBS)
 	cd $(BUILD) && $(CTEST)
 
-asan: test-deps
-	cmake -S . -B build-asan -DUSCHED_WERROR=ON -DUSCHED_SANITIZE=address,undefined $(CMAKE_FLAGS)
-	cmake --build build-asan -j$(JOBS)
-	cd build-asan && USCHED_STRESS_SCALE=$(SAN_SCALE) \
-		ASAN_OPTIONS=detect_leaks=1 \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(CTEST)
+asan:
+	$(call sanitized_suite,build-asan,address$(,)undefined,\
+		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 
-tsan: test-deps
-	cmake -S . -B build-tsan -DUSCHED_WERROR=ON -DUSCHED_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && USCHED_STRESS_SCALE=$(SAN_SCALE) \
-		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		$(CTEST)
+tsan:
+	$(call sanitized_suite,build-tsan,thread,\
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1")
 
 install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
