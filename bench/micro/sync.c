@@ -193,6 +193,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_sync [round trips per run > 0] [runs 1..64]\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0);
     CHECK(usched_create(&sched));
     CHECK(usched_start(sched));
     int n = usched_ncpus(sched);

@@ -52,10 +52,9 @@ uintptr_t usched__sync_ident(void)
     return (uintptr_t)&thread_ident_anchor | 1u;
 }
 
-void usched__wq_lock(struct usched__waitq *q)
+void usched__wq_lock_slow(struct usched__waitq *q)
 {
     for (unsigned spins = 0;;) {
-        if (!__atomic_exchange_n(&q->lock, 1, __ATOMIC_ACQUIRE)) return;
         while (__atomic_load_n(&q->lock, __ATOMIC_RELAXED)) {
             if (++spins < SPIN_BEFORE_YIELD) {
                 usched__cpu_relax();
@@ -64,12 +63,8 @@ void usched__wq_lock(struct usched__waitq *q)
                 sched_yield();
             }
         }
+        if (!__atomic_exchange_n(&q->lock, 1, __ATOMIC_ACQUIRE)) return;
     }
-}
-
-void usched__wq_unlock(struct usched__waitq *q)
-{
-    __atomic_store_n(&q->lock, 0, __ATOMIC_RELEASE);
 }
 
 static void unlock_after_park(void *arg)
@@ -86,9 +81,7 @@ void usched__waiter_init(struct usched__waiter *w)
     atomic_store_explicit(&w->state, WQ_PENDING, memory_order_relaxed);
     w->result = 0;
     w->msg = NULL;
-    w->timer.heap_index = -1;
-    w->timer.owner = NULL;
-    atomic_store_explicit(&w->timer_done, 0, memory_order_relaxed);
+    w->timed = 0;
 }
 
 void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w)
@@ -130,8 +123,14 @@ usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result)
 {
     usched__wtok_t tok = {.task = w->task, .futex = w->task ? NULL : &w->state};
     w->result = result;
+    if (!w->timed) {
+        /* Nobody else can claim it: a release store (pairs with the
+         * waiter's acquire load, fiber resume or futex loop) is enough. */
+        atomic_store_explicit(&w->state, WQ_WOKEN, memory_order_release);
+        return tok;
+    }
     uint32_t exp = WQ_PENDING;
-    /* Pairs with the acquire loads of the waiter (fiber resume or futex loop). */
+    /* The timeout may race: one CAS decides (pairs as above). */
     if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, WQ_WOKEN, memory_order_acq_rel,
                                                  memory_order_acquire)) {
         fprintf(stderr, "usched: wait queue: a queued waiter was claimed twice (state %u)\n", exp);
@@ -207,6 +206,10 @@ static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64
 {
     bool armed = false;
     if (timeout_ns != UINT64_MAX) {
+        w->timed = 1;
+        w->timer.heap_index = -1;
+        w->timer.owner = NULL;
+        atomic_store_explicit(&w->timer_done, 0, memory_order_relaxed);
         w->timer.deadline_ns = deadline_after(timeout_ns);
         w->timer.fn = timer_fired;
         int rc = usched__timer_add(&w->timer);
@@ -234,6 +237,7 @@ static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64
 static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
 {
     uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : deadline_after(timeout_ns);
+    w->timed = deadline != UINT64_MAX;
     if (lk) usched__wq_unlock(lk);
     for (;;) {
         uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);

@@ -54,6 +54,7 @@ struct usched__waiter {
     usched_task_t *task;                /* the fiber; NULL for an outside thread */
     uintptr_t ident;                    /* usched__sync_ident() of the waiter */
     _Atomic uint32_t state;             /* WQ_*: one CAS out of PENDING; futex word of threads */
+    int timed;                          /* a timeout may race the wakers (set before unlock) */
     int result;                         /* written by the claimer before the CAS */
     void *msg;                          /* channel message (either direction) */
     usched__timer_t timer;              /* armed by a timed fiber wait */
@@ -69,8 +70,19 @@ typedef struct usched__wtok {
 /* Identity of the caller: its fiber, or (low bit set) its thread. Never 0. */
 uintptr_t usched__sync_ident(void);
 
-void usched__wq_lock(struct usched__waitq *q);
-void usched__wq_unlock(struct usched__waitq *q);
+void usched__wq_lock_slow(struct usched__waitq *q);
+
+/* The queue lock: a test-and-test-and-set spinlock (see waitq.c). */
+static inline void usched__wq_lock(struct usched__waitq *q)
+{
+    if (__builtin_expect(!__atomic_exchange_n(&q->lock, 1, __ATOMIC_ACQUIRE), 1)) return;
+    usched__wq_lock_slow(q);
+}
+
+static inline void usched__wq_unlock(struct usched__waitq *q)
+{
+    __atomic_store_n(&q->lock, 0, __ATOMIC_RELEASE);
+}
 
 /* Prepares a waiter for the calling fiber or thread. */
 void usched__waiter_init(struct usched__waiter *w);
