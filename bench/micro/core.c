@@ -102,6 +102,7 @@ static void run(const char *name, long n)
                    fn == remote ? "cross-CPU round trip" : "spawn+join", n);
         }
     }
+    if (getenv("BENCH_STATS")) usched_stats_print(s, stdout);
     usched_destroy(s);
 }
 

@@ -101,10 +101,12 @@ struct usched__wk {
     struct usched_task *bound_head __attribute__((aligned(64)));
     struct usched_task *bound_tail;
     struct usched_task *cur;
+    struct usched_task *prev;            /* switched out, awaiting finish_prev */
     int post;
     void (*post_fn)(void *);
     void *post_arg;
     uint32_t tick;
+    uint32_t tpoll;                      /* timer poll counter */
     uint32_t next_runs;
     uint32_t rng;
     int cpu;

@@ -408,14 +408,19 @@ void usched__wake(usched_task_t *t, unsigned flags)
 
 /* ---- fibers --------------------------------------------------------------- */
 
+static void finish_prev(usched_t *s, struct usched__wk *w);
+static inline void poll_timers(struct usched__wk *w);
+static void leave(int post, void (*fn)(void *), void *arg);
+
 static void fiber_entry(void *arg)
 {
     struct usched_task *t = arg;
     usched__fctx_started(&t->fctx);
-    t->fn(t->arg);
     struct usched__wk *w = usched__self_wk();
-    w->post = POST_EXIT;
-    usched__fctx_switch_final(&t->fctx, &w->host);
+    finish_prev(t->s, w);
+    poll_timers(w);
+    t->fn(t->arg);
+    leave(POST_EXIT, NULL, NULL);
     __builtin_unreachable();
 }
 
@@ -541,20 +546,9 @@ usched_task_t *usched__current(void)
     return w ? w->cur : NULL;
 }
 
-/* Switches from the running fiber back to its worker's host. */
-static void to_host(int post, void (*fn)(void *), void *arg)
-{
-    struct usched__wk *w = usched__self_wk();
-    struct usched_task *t = w->cur;
-    w->post = post;
-    w->post_fn = fn;
-    w->post_arg = arg;
-    usched__fctx_switch(&t->fctx, &w->host);
-}
-
 void usched__block(void (*after)(void *), void *arg)
 {
-    to_host(POST_BLOCK, after, arg);
+    leave(POST_BLOCK, after, arg);
 }
 
 USCHED_EXPORT void usched_yield(void)
@@ -564,7 +558,7 @@ USCHED_EXPORT void usched_yield(void)
         sched_yield();
         return;
     }
-    to_host(POST_YIELD, NULL, NULL);
+    leave(POST_YIELD, NULL, NULL);
 }
 
 USCHED_EXPORT int usched_self_cpu(void)
@@ -700,6 +694,15 @@ static void drain_inbox(usched_t *s, struct usched__wk *w)
         else
             ring_put(s, w, t);
     }
+}
+
+/* Fires due timers now and then while busy (every 16th call). Only from a
+ * context that is not leaving: the host, or a fiber right after finish_prev,
+ * so that a timer never wakes a fiber still on its way out. */
+static inline void poll_timers(struct usched__wk *w)
+{
+    if (atomic_load_explicit(&w->ntimers, memory_order_relaxed) && (++w->tpoll & 15) == 0)
+        usched__timers_run(w, usched__now_ns());
 }
 
 static struct usched_task *find_local(usched_t *s, struct usched__wk *w)
@@ -863,8 +866,7 @@ static void go_busy(usched_t *s, struct usched__wk *w)
 static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
 {
     struct usched_task *t;
-    if (atomic_load_explicit(&w->ntimers, memory_order_relaxed) && (w->tick & 15) == 0)
-        usched__timers_run(w, usched__now_ns());
+    poll_timers(w);
     if ((t = find_local(s, w))) return t;
     if ((t = gq_pop(s))) {
         usched__stat_add(&w->stats, USCHED_STAT_global_pulls, 1);
@@ -945,16 +947,16 @@ static const int migrate_stat[TOPO_NLEVELS] = {
     -1, USCHED_STAT_migrate_l2, USCHED_STAT_migrate_llc,
     USCHED_STAT_migrate_package, USCHED_STAT_migrate_numa, USCHED_STAT_migrate_machine};
 
-static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
+/* Makes t the running fiber of w (just before switching to it). */
+static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
-    if (t->cpu >= 0 && t->cpu != w->cpu) {
+    if (t->cpu != w->cpu && t->cpu >= 0) {
         int l = usched__topo_level_shared(s->topo, t->cpu, w->cpu);
         usched__stat_add(&w->stats, l == TOPO_SMT ? USCHED_STAT_migrate_smt : migrate_stat[l], 1);
     }
     t->cpu = w->cpu;
     w->cur = t;
-    bool timed = s->ops->flags & USCHED_OPS_TRACK_TIME;
-    if (timed) {
+    if (s->ops->flags & USCHED_OPS_TRACK_TIME) {
         t->run_start_ns = usched__now_ns();
         atomic_store_explicit(&w->cur_woke_ns, t->woke_ns, memory_order_relaxed);
         atomic_store_explicit(&w->cur_ran_ns, t->ran_ns, memory_order_relaxed);
@@ -968,18 +970,26 @@ static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
     }
     usched__stat_add(&w->stats, USCHED_STAT_switches, 1);
     usched__stack_set_current(&t->stack, t->id);
-    usched__fctx_switch(&w->host, &t->fctx);
-    /* Back on the host: the fiber's registers are saved. */
-    usched__stack_set_current(NULL, 0);
+}
+
+/*
+ * Runs on whatever context a switch lands on (the host, a resumed fiber or
+ * a new one): completes the fiber that switched out, now that its registers
+ * are saved - requeue it (yield), release its wait-queue lock (block), or
+ * retire it (exit).
+ */
+static void finish_prev(usched_t *s, struct usched__wk *w)
+{
+    struct usched_task *t = w->prev;
+    if (!t) return;
+    w->prev = NULL;
+    int post = w->post;
+    w->post = POST_NONE;
     if (!t->stack.guarded) usched__stack_check(&t->stack, t->id);
-    w->cur = NULL;
-    atomic_store_explicit(&w->current, NULL, memory_order_relaxed);
-    if (timed) {
+    if (s->ops->flags & USCHED_OPS_TRACK_TIME) {
         t->last_ran_ns = usched__now_ns();
         t->ran_ns += t->last_ran_ns - t->run_start_ns;
     }
-    int post = w->post;
-    w->post = POST_NONE;
     if (s->ops->stopping) {
         struct usched_task_info ti;
         fill_info(t, &ti, 0);
@@ -1004,10 +1014,47 @@ static void run(usched_t *s, struct usched__wk *w, struct usched_task *t)
         task_exit(s, w, t);
         break;
     default:
-        fprintf(stderr, "usched: fiber %llu returned to its worker without a reason\n",
+        fprintf(stderr, "usched: fiber %llu switched out without a reason\n",
                 (unsigned long long)t->id);
         abort();
     }
+}
+
+/*
+ * The running fiber gives up its CPU (yield, block or exit). If this CPU has
+ * other work queued locally, switch straight to it (one switch, not two via
+ * the host); otherwise to the host, which steals, spins or parks. Either way
+ * the switched-to context calls finish_prev() for this fiber.
+ */
+static void leave(int post, void (*fn)(void *), void *arg)
+{
+    struct usched__wk *w = usched__self_wk();
+    struct usched_task *t = w->cur;
+    usched_t *s = t->s;
+    struct usched_task *next = find_local(s, w);
+    if (!next && post == POST_YIELD) return; /* nothing else to run here */
+    w->prev = t;
+    w->post = post;
+    w->post_fn = fn;
+    w->post_arg = arg;
+    usched__fctx_t *to = &w->host;
+    if (next) {
+        prologue(s, w, next);
+        to = &next->fctx;
+    } else {
+        w->cur = NULL;
+        atomic_store_explicit(&w->current, NULL, memory_order_relaxed);
+        usched__stack_set_current(NULL, 0);
+    }
+    if (post == POST_EXIT) {
+        usched__fctx_switch_final(&t->fctx, to);
+        __builtin_unreachable();
+    }
+    usched__fctx_switch(&t->fctx, to);
+    /* Resumed, perhaps on another worker. */
+    w = usched__self_wk();
+    finish_prev(s, w);
+    poll_timers(w);
 }
 
 void *usched__worker_main(void *arg);
@@ -1019,7 +1066,12 @@ void *usched__worker_main(void *arg)
     usched__stack_thread_init();
     usched__fctx_host(&w->host);
     struct usched_task *t;
-    while ((t = find_work(s, w))) run(s, w, t);
+    while ((t = find_work(s, w))) {
+        prologue(s, w, t);
+        usched__fctx_switch(&w->host, &t->fctx);
+        /* Back on the host: the fiber that switched here is in w->prev. */
+        finish_prev(s, w);
+    }
     while (w->ncache) usched__stack_free(&w->cache[--w->ncache]);
     usched__stack_thread_fini();
     tls_wk = NULL;

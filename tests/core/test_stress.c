@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     ASSERT_EQ(atomic_load(&counter), n);
     printf("spawn+join: %ld in %.3f s\n", n, test_now() - t0);
 
-    long alive = test_scale(1000000);
+    long alive = test_cap_alive(test_scale(1000000));
     atomic_store(&counter, 0);
     atomic_store(&arrived, 0);
     atomic_store(&release_all, 0);
