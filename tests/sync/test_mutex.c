@@ -241,6 +241,7 @@ enum { PERMITS = 3 };
 static usched_sem_t sem;
 static _Atomic int inside, max_inside;
 static _Atomic long sem_done;
+static long sem_n;
 
 static void sem_fiber(void *arg)
 {
@@ -250,7 +251,11 @@ static void sem_fiber(void *arg)
     int m = atomic_load(&max_inside);
     while (now > m && !atomic_compare_exchange_weak(&max_inside, &m, now)) {
     }
-    for (int i = 0; i < 3; i++) usched_yield();
+    ASSERT_LE(now, PERMITS);
+    /* Hold the permit until every permit is taken, so that the maximum is
+     * reached whatever the interleaving, unless too few fibers are left to
+     * take them all (then no fiber can be waiting for one). */
+    WAIT_UNTIL(atomic_load(&inside) == PERMITS || sem_n - atomic_load(&sem_done) < PERMITS);
     atomic_fetch_sub(&inside, 1);
     ASSERT_OK(usched_sem_post(&sem));
     atomic_fetch_add(&sem_done, 1);
@@ -259,6 +264,7 @@ static void sem_fiber(void *arg)
 static void test_sem(void)
 {
     long n = test_scale(10000);
+    sem_n = n;
     ASSERT_OK(usched_sem_init(&sem, PERMITS));
     atomic_store(&inside, 0);
     atomic_store(&max_inside, 0);
