@@ -111,6 +111,7 @@ struct usched__wk {
     uint32_t rng;
     int cpu;
     int idle;                            /* published idle in the masks */
+    int handoff;                         /* handed a fiber to another CPU since it last idled */
     uint64_t id_next, id_end;            /* block of fiber ids */
     usched__stack_t cache[USCHED_STACK_CACHE];
     int ncache;
@@ -156,7 +157,7 @@ struct usched {
     _Atomic uint32_t gq_n;                 /* written under gq_lock, read by all */
 
     _Atomic uint32_t nspinning __attribute__((aligned(64)));
-    _Atomic uint32_t nidle;
+    _Atomic uint32_t nparked;   /* workers in PARKED (see find_work) */
     _Atomic uint64_t live __attribute__((aligned(64))); /* fibers not yet exited */
     _Atomic uint32_t live_seq;  /* futex: bumped when live drops to 0 */
     _Atomic uint32_t nwaiting;  /* outside threads in usched_wait */

@@ -184,6 +184,7 @@ static void kick(usched_t *s, struct usched__wk *from, int cpu)
     if (st == WK_PARKED) {
         uint32_t exp = WK_PARKED;
         if (atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) {
+            atomic_fetch_sub(&s->nparked, 1); /* busy from the kick on */
             futex(&w->state, FUTEX_WAKE, 1, NULL);
             stat_inc(from, s, USCHED_STAT_futex_wakes);
         }
@@ -195,7 +196,7 @@ static void kick(usched_t *s, struct usched__wk *from, int cpu)
 static void wakep(usched_t *s, struct usched__wk *from, int near)
 {
     if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return;
-    if (atomic_load_explicit(&s->nidle, memory_order_relaxed) == 0) return;
+    if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return;
     uint32_t zero = 0;
     if (!atomic_compare_exchange_strong(&s->nspinning, &zero, 1)) return;
     int n = s->ncpus;
@@ -207,6 +208,7 @@ static void wakep(usched_t *s, struct usched__wk *from, int near)
         uint32_t exp = WK_PARKED;
         atomic_store_explicit(&w->wake_spin, 1, memory_order_relaxed);
         if (atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) {
+            atomic_fetch_sub(&s->nparked, 1);
             futex(&w->state, FUTEX_WAKE, 1, NULL);
             stat_inc(from, s, USCHED_STAT_futex_wakes);
             return;
@@ -269,6 +271,7 @@ static void local_put(usched_t *s, struct usched__wk *w, struct usched_task *t, 
 static void remote_put(usched_t *s, struct usched__wk *from, struct usched_task *t, int cpu)
 {
     struct usched__wk *w = wk_of(s, cpu);
+    if (from) from->handoff = 1; /* the partner is likely to answer: spin for it */
     atomic_fetch_add_explicit(&w->inbox_n, 1, memory_order_relaxed);
     usched__inbox_push(&w->inbox, &t->node); /* W1 */
     usched__full_fence(); /* W2 */
@@ -439,7 +442,8 @@ static void task_release(struct usched_task *t)
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
     usched__fctx_destroy(&t->fctx);
     usched__stack_t st = t->stack;
-    t->magic = USCHED_TASK_DEAD;
+    /* Atomic: a second (wrong) join may read it from another thread. */
+    __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
     struct usched__wk *w = usched__self_wk();
     stack_put(w && w->s == t->s ? w : NULL, &st);
 }
@@ -507,7 +511,7 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     t->stack = st;
     t->cpu = -1;
     t->bound = bound;
-    t->magic = USCHED_TASK_MAGIC;
+    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
     t->id = next_id(s, w);
     atomic_store_explicit(&t->refs, out ? 2 : 1, memory_order_relaxed);
     if (!out) atomic_store_explicit(&t->joined, 1, memory_order_relaxed);
@@ -644,7 +648,7 @@ void usched__cancel_owaiters(usched_t *s)
 USCHED_EXPORT int usched_join(usched_task_t *t)
 {
     if (!t) return usched__error(EINVAL, "join: task is NULL");
-    if (t->magic != USCHED_TASK_MAGIC)
+    if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != USCHED_TASK_MAGIC)
         return usched__error(EINVAL, "join: not a live task (joined already, or detached and finished)");
     struct usched__wk *w = usched__self_wk();
     if (w && w->cur == t) return usched__error(EDEADLK, "join: a fiber cannot join itself");
@@ -792,7 +796,18 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
             int want = steal_want(s, w->cpu, v, level, load);
             if (want != 0) {
                 unsigned taken = 0;
-                struct usched_task *t = usched__ring_steal(&vw->ring, &w->ring, &taken);
+                struct usched_task *t;
+                if (want < 0 || (unsigned)want >= load - load / 2) {
+                    t = usched__ring_steal(&vw->ring, &w->ring, &taken);
+                } else {
+                    /* The policy asked for fewer than half: one CAS each. */
+                    t = usched__ring_steal_one(&vw->ring);
+                    taken = t != NULL;
+                    for (struct usched_task *x; (int)taken < want &&
+                                                (x = usched__ring_steal_one(&vw->ring));
+                         taken++)
+                        ring_put(s, w, x);
+                }
                 if (t) {
                     usched__stat_add(&w->stats, steal_stat[level], 1);
                     usched__stat_add(&w->stats, USCHED_STAT_stolen_fibers, taken);
@@ -848,7 +863,6 @@ static void go_idle(usched_t *s, struct usched__wk *w)
 {
     if (w->idle) return;
     w->idle = 1;
-    atomic_fetch_add(&s->nidle, 1);
     usched__mark_idle(s, w->cpu);
     if (s->ops->idle) s->ops->idle(&s->pol, w->cpu);
 }
@@ -858,8 +872,15 @@ static void go_busy(usched_t *s, struct usched__wk *w)
     if (!w->idle) return;
     w->idle = 0;
     usched__mark_busy(s, w->cpu);
-    atomic_fetch_sub(&s->nidle, 1);
     if (s->ops->busy) s->ops->busy(&s->pol, w->cpu);
+}
+
+/* Leaves PARKED (timeout, spurious wake-up, or work seen at P3): whoever
+ * moves a worker out of PARKED decrements nparked - a kicker or itself. */
+static void unpark(usched_t *s, struct usched__wk *w)
+{
+    uint32_t exp = WK_PARKED;
+    if (atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) atomic_fetch_sub(&s->nparked, 1);
 }
 
 /* Returns a fiber to run, or NULL when the scheduler stops. */
@@ -877,11 +898,19 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
     for (;;) {
         if (atomic_load_explicit(&w->ntimers, memory_order_relaxed))
             usched__timers_run(w, usched__now_ns());
-        /* Spin if fewer than half of the busy CPUs spin already. */
-        uint32_t busy = (uint32_t)s->ncpus - atomic_load(&s->nidle);
+        /* Spin if fewer than half of the CPUs that are not parked spin
+         * already (Go's rule; this CPU and those just kicked count as not
+         * parked, so a CPU that handed work to a partner spins for the
+         * answer instead of parking at once). */
+        uint32_t awake = (uint32_t)s->ncpus - atomic_load(&s->nparked);
         if (!spinning) {
             uint32_t sp = atomic_load(&s->nspinning);
-            if (2 * sp < busy || (sp == 0 && busy == 0 && atomic_load(&s->gq_n))) {
+            /* ...or if it just handed a fiber to another CPU, whose answer
+             * (a cross-CPU ping-pong) would otherwise cost a park and a
+             * futex wake-up each way. */
+            bool handoff = w->handoff;
+            w->handoff = 0;
+            if (2 * sp < awake || handoff) {
                 atomic_fetch_add(&s->nspinning, 1);
                 spinning = true;
             }
@@ -910,13 +939,16 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             go_busy(s, w);
             return NULL;
         }
-        /* P1, P2 */
+        /* A waker may have claimed this CPU and then found its fiber taken
+         * by someone else: publish it idle again before sleeping. */
+        if (!usched__idlemask_test(&s->idle_cpus, w->cpu)) usched__mark_idle(s, w->cpu);
+        /* P1, P2 (nparked first: a kicker decrements it only after it saw
+         * PARKED) */
+        atomic_fetch_add(&s->nparked, 1);
         atomic_store_explicit(&w->state, WK_PARKED, memory_order_seq_cst);
         /* P3 */
         if (work_visible(s, w) || atomic_load(&s->stopping)) {
-            uint32_t exp = WK_PARKED;
-            if (!atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING))
-                atomic_store(&w->state, WK_RUNNING);
+            unpark(s, w);
             spinning = atomic_exchange_explicit(&w->wake_spin, 0, memory_order_relaxed);
             if ((t = try_all(s, w, true))) {
                 go_busy(s, w);
@@ -938,7 +970,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
                 futex(&w->state, FUTEX_WAIT, WK_PARKED, &ts);
             }
         }
-        atomic_store(&w->state, WK_RUNNING);
+        unpark(s, w);
         spinning = atomic_exchange_explicit(&w->wake_spin, 0, memory_order_relaxed);
     }
 }

@@ -171,6 +171,22 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
     return last;
 }
 
+void *usched__ring_steal_one(usched__ring_spmc_t *victim)
+{
+    for (;;) {
+        uint32_t h = load_head(victim);
+        /* Acquire: pairs with the victim owner's release store of tail (P1). */
+        uint32_t t = atomic_load_explicit(&victim->tail, memory_order_acquire);
+        uint32_t n = t - h;
+        if (n == 0) return NULL;
+        if (n > RQ_RING_SIZE) continue; /* h went stale before t was read */
+        /* Read the slot before the CAS: once head passes h the owner may
+         * overwrite it, and then our CAS fails. */
+        void *item = slot_get(victim, h);
+        if (head_cas(victim, h, 1)) return item;
+    }
+}
+
 uint32_t usched__ring_len(const usched__ring_spmc_t *r)
 {
     /* head is monotonic: if it is unchanged around the tail load, then

@@ -54,6 +54,9 @@ void *usched__ring_pop(usched__ring_spmc_t *r);
  * receives the number of items taken in all. */
 void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief,
                          unsigned *taken);
+/* Any thread: takes the victim's oldest item with one CAS (ULE steals one
+ * fiber at a time); NULL if it was empty. */
+void *usched__ring_steal_one(usched__ring_spmc_t *victim);
 /* Any thread: number of items (a snapshot). */
 uint32_t usched__ring_len(const usched__ring_spmc_t *r);
 
