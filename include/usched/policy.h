@@ -185,8 +185,8 @@ struct usched_ops {
      * (victim_load = its run queue length, not counting the running fiber,
      * the next slot or bound fibers, which are never stolen). On: the thief.
      * May: read loads and knobs. Returns how many fibers to take at most: 0
-     * = not from this victim, -1 = half (the core currently always takes
-     * half when the answer is not 0; see docs/policies.md). NULL: half when
+     * = not from this victim, -1 = half, n > 0 = at most n (fewer than half
+     * are taken one CAS each; n >= half takes half). NULL: half when
      * the victim shares the thief's LLC, else half when victim_load >= knob
      * steal_thresh. */
     int (*want_steal)(usched_pol_ctx_t *ctx, int thief, int victim, int level,

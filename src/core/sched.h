@@ -51,7 +51,10 @@ typedef struct usched__timer {
 /* Queues timer t on the calling fiber's CPU. -EPERM outside fibers. */
 int usched__timer_add(usched__timer_t *t);
 /* Removes t if still queued; returns true if it was removed before firing.
- * Any thread. */
+ * Any thread. Contract: false means the timer fired OR is firing right now
+ * (the worker pops it under the heap lock and calls fn after releasing it),
+ * so the timer's memory must stay valid until fn has returned: users publish
+ * "fn is done" as fn's last access and wait for it (see src/sync/waitq.h). */
 bool usched__timer_cancel(usched__timer_t *t);
 
 uint64_t usched__now_ns(void);

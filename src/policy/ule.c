@@ -22,8 +22,8 @@
  *
  * Differences from the kernel: no priorities (every fiber is timeshare), so
  * "runs a lower priority" means idle; affinity in microseconds rather than
- * ticks; the core takes half of the victim's queue where ULE takes one
- * fiber (want_steal asks for one; see docs/policies.md).
+ * ticks. Like ULE, an idle CPU takes one fiber per steal (want_steal
+ * returns 1; the core takes it with one CAS).
  *
  * Machines it suits: SMT and multi-level cache machines with long-running
  * fibers, where the summed-load search spreads work evenly across cores.
