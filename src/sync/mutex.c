@@ -21,7 +21,6 @@
  * the mutex is released finds it. It re-acquires the mutex after waking.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "arch/arch.h"
 #include "core/error.h"
@@ -64,10 +63,7 @@ static inline bool try_acquire(usched_mutex_t *m)
 
 USCHED_EXPORT int usched_mutex_init(usched_mutex_t *m)
 {
-    if (!m) return usched__error(EINVAL, "mutex_init: mutex is NULL");
-    memset(m, 0, sizeof *m);
-    __atomic_store_n(&m->_magic, USCHED__SYNC_MAGIC, __ATOMIC_RELEASE);
-    return 0;
+    return usched__sync_init(m, sizeof *m, m ? &m->_magic : NULL, "mutex");
 }
 
 USCHED_EXPORT int usched_mutex_destroy(usched_mutex_t *m)
@@ -190,25 +186,14 @@ USCHED_EXPORT int usched_mutex_unlock(usched_mutex_t *m)
 
 USCHED_EXPORT int usched_cond_init(usched_cond_t *c)
 {
-    if (!c) return usched__error(EINVAL, "cond_init: cond is NULL");
-    memset(c, 0, sizeof *c);
-    __atomic_store_n(&c->_magic, USCHED__SYNC_MAGIC, __ATOMIC_RELEASE);
-    return 0;
+    return usched__sync_init(c, sizeof *c, c ? &c->_magic : NULL, "cond");
 }
 
 USCHED_EXPORT int usched_cond_destroy(usched_cond_t *c)
 {
     int rc = ccheck(c, "cond_destroy");
     if (rc) return rc;
-    usched__wq_lock(&c->_wq);
-    uint32_t nw = c->_wq.nwaiters;
-    if (nw) {
-        usched__wq_unlock(&c->_wq);
-        return usched__error(EBUSY, "cond_destroy: %u waiting", nw);
-    }
-    __atomic_store_n(&c->_magic, USCHED__SYNC_DEAD, __ATOMIC_RELAXED);
-    usched__wq_unlock(&c->_wq);
-    return 0;
+    return usched__sync_destroy_idle(&c->_wq, &c->_magic, "cond");
 }
 
 static int cond_wait(usched_cond_t *c, usched_mutex_t *m, uint64_t timeout_ns, const char *op)

@@ -8,7 +8,6 @@
  * after a later wg_add waits for the new round, never the old one.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "core/error.h"
 #include "core/export.h"
@@ -26,21 +25,6 @@ static int wcheck(const usched_wg_t *w, const char *op)
     return usched__sync_check(w, w ? &w->_magic : NULL, "wg", op);
 }
 
-/* Shared by the destroy calls: -EBUSY while waited on, else marks it dead. */
-static int destroy_idle(struct usched__waitq *q, uint32_t *magic, const char *what)
-{
-    usched__wq_lock(q);
-    uint32_t nw = q->nwaiters;
-    if (nw) {
-        usched__wq_unlock(q);
-        return usched__error(EBUSY, "%s_destroy: %u fiber%s or thread%s waiting", what, nw,
-                             nw == 1 ? "" : "s", nw == 1 ? "" : "s");
-    }
-    __atomic_store_n(magic, USCHED__SYNC_DEAD, __ATOMIC_RELAXED);
-    usched__wq_unlock(q);
-    return 0;
-}
-
 /* Links the caller on q (locked) and parks until claimed. */
 static int park(struct usched__waitq *q)
 {
@@ -52,18 +36,16 @@ static int park(struct usched__waitq *q)
 
 USCHED_EXPORT int usched_sem_init(usched_sem_t *s, unsigned value)
 {
-    if (!s) return usched__error(EINVAL, "sem_init: sem is NULL");
-    memset(s, 0, sizeof *s);
-    s->_value = value;
-    __atomic_store_n(&s->_magic, USCHED__SYNC_MAGIC, __ATOMIC_RELEASE);
-    return 0;
+    int rc = usched__sync_init(s, sizeof *s, s ? &s->_magic : NULL, "sem");
+    if (!rc) s->_value = value;
+    return rc;
 }
 
 USCHED_EXPORT int usched_sem_destroy(usched_sem_t *s)
 {
     int rc = scheck(s, "sem_destroy");
     if (rc) return rc;
-    return destroy_idle(&s->_wq, &s->_magic, "sem");
+    return usched__sync_destroy_idle(&s->_wq, &s->_magic, "sem");
 }
 
 USCHED_EXPORT int usched_sem_wait(usched_sem_t *s)
@@ -102,17 +84,14 @@ USCHED_EXPORT int usched_sem_post(usched_sem_t *s)
 
 USCHED_EXPORT int usched_wg_init(usched_wg_t *w)
 {
-    if (!w) return usched__error(EINVAL, "wg_init: wg is NULL");
-    memset(w, 0, sizeof *w);
-    __atomic_store_n(&w->_magic, USCHED__SYNC_MAGIC, __ATOMIC_RELEASE);
-    return 0;
+    return usched__sync_init(w, sizeof *w, w ? &w->_magic : NULL, "wg");
 }
 
 USCHED_EXPORT int usched_wg_destroy(usched_wg_t *w)
 {
     int rc = wcheck(w, "wg_destroy");
     if (rc) return rc;
-    return destroy_idle(&w->_wq, &w->_magic, "wg");
+    return usched__sync_destroy_idle(&w->_wq, &w->_magic, "wg");
 }
 
 static int wg_add(usched_wg_t *w, int n, const char *op)

@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,28 @@ int usched__sync_check(const void *obj, const uint32_t *magic, const char *what,
     uint32_t m = __atomic_load_n(magic, __ATOMIC_RELAXED);
     if (m == USCHED__SYNC_DEAD) return usched__error(EINVAL, "%s: the %s was destroyed", call, what);
     if (m != USCHED__SYNC_MAGIC) return usched__error(EINVAL, "%s: the %s is not initialised", call, what);
+    return 0;
+}
+
+int usched__sync_init(void *obj, size_t size, uint32_t *magic, const char *what)
+{
+    if (!obj) return usched__error(EINVAL, "%s_init: %s is NULL", what, what);
+    memset(obj, 0, size);
+    __atomic_store_n(magic, USCHED__SYNC_MAGIC, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int usched__sync_destroy_idle(struct usched__waitq *q, uint32_t *magic, const char *what)
+{
+    usched__wq_lock(q);
+    uint32_t nw = q->nwaiters;
+    if (nw) {
+        usched__wq_unlock(q);
+        return usched__error(EBUSY, "%s_destroy: %u fiber%s or thread%s waiting", what, nw,
+                             nw == 1 ? "" : "s", nw == 1 ? "" : "s");
+    }
+    __atomic_store_n(magic, USCHED__SYNC_DEAD, __ATOMIC_RELAXED);
+    usched__wq_unlock(q);
     return 0;
 }
 

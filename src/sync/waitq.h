@@ -141,4 +141,12 @@ static inline bool usched__sync_live(uint32_t magic)
  * initialised" / "... the <what> was destroyed". */
 int usched__sync_check(const void *obj, const uint32_t *magic, const char *what, const char *call);
 
+/* The _init calls: -EINVAL for NULL ("<what>_init: <what> is NULL"), else
+ * zeroes the object's `size` bytes and marks it live. */
+int usched__sync_init(void *obj, size_t size, uint32_t *magic, const char *what);
+
+/* The _destroy calls of objects that are only waited on: -EBUSY while q
+ * has waiters, else marks the object destroyed. */
+int usched__sync_destroy_idle(struct usched__waitq *q, uint32_t *magic, const char *what);
+
 #endif
