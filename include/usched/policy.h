@@ -278,6 +278,9 @@ int64_t usched_pol_knob(const usched_pol_ctx_t *ctx, int knob_id);
 
 /* Monotonic clock, ns. */
 uint64_t usched_pol_now_ns(void);
+/* Coarse monotonic clock (a few ms resolution, a few ns to read), ns: for
+ * decays and windows measured in milliseconds or more. */
+uint64_t usched_pol_now_coarse_ns(void);
 /* Per-worker pseudo-random number (call on `cpu` only). */
 uint32_t usched_pol_random(usched_pol_ctx_t *ctx, int cpu);
 

@@ -95,7 +95,6 @@ struct usched__wk {
 
     /* ---- parking: state is the futex word (any CPU CASes PARKED->RUNNING) */
     _Atomic uint32_t state __attribute__((aligned(64)));
-    _Atomic uint32_t wake_spin;          /* set by wakep: wake holding a spin token */
 
     /* ---- owner only ---- */
     struct usched_task *bound_head __attribute__((aligned(64)));
@@ -113,6 +112,7 @@ struct usched__wk {
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
     uint64_t id_next, id_end;            /* block of fiber ids */
+    struct usched_task *spill[RQ_RING_SIZE / 2 + 1]; /* ring overflow batch */
     usched__stack_t cache[USCHED_STACK_CACHE];
     int ncache;
     usched__fctx_t host;
@@ -158,6 +158,7 @@ struct usched {
 
     _Atomic uint32_t nspinning __attribute__((aligned(64)));
     _Atomic uint32_t nparked;   /* workers in PARKED (see find_work) */
+    _Atomic uint32_t waking;    /* a wakep wake-up is in flight */
     _Atomic uint64_t live __attribute__((aligned(64))); /* fibers not yet exited */
     _Atomic uint32_t live_seq;  /* futex: bumped when live drops to 0 */
     _Atomic uint32_t nwaiting;  /* outside threads in usched_wait */

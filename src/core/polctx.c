@@ -3,6 +3,7 @@
  * views of the topology, the idle masks and the per-CPU loads.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/core.h"
 #include "core/export.h"
@@ -141,6 +142,13 @@ USCHED_EXPORT int64_t usched_pol_knob(const usched_pol_ctx_t *ctx, int knob_id)
 USCHED_EXPORT uint64_t usched_pol_now_ns(void)
 {
     return usched__now_ns();
+}
+
+USCHED_EXPORT uint64_t usched_pol_now_coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 USCHED_EXPORT uint32_t usched_pol_random(usched_pol_ctx_t *ctx, int cpu)

@@ -36,7 +36,7 @@
  *   W3. if c's state is PARKED, CASes it to RUNNING and futex-wakes c.
  * Either the parker sees the fiber at P3, or the waker sees PARKED at W3: no
  * wake-up is lost. A spawn onto the local ring wakes one parked CPU when no
- * CPU spins (wakep), handing it a spinning token so that it steals.
+ * CPU spins (wakep); the woken CPU spins and steals.
  *
  * Blocking (sched.h): a fiber parks with usched__block(after, arg); the host
  * calls after(arg) (typically a wait-queue unlock) only once the fiber's
@@ -191,14 +191,17 @@ static void kick(usched_t *s, struct usched__wk *from, int cpu)
     }
 }
 
-/* Wakes one parked CPU, nearest to `near` first, if nobody spins: it wakes
- * holding a spinning token and steals (Go's wakep). */
+/* Wakes one parked CPU, nearest to `near` first, when nobody spins and no
+ * such wake-up is in flight (Go's wakep): the woken CPU spins and steals.
+ * s->waking (0/1) keeps a burst of spawns from waking every CPU at once;
+ * the woken worker clears it. */
 static void wakep(usched_t *s, struct usched__wk *from, int near)
 {
     if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return;
     if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return;
+    if (atomic_load_explicit(&s->waking, memory_order_relaxed)) return;
     uint32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&s->nspinning, &zero, 1)) return;
+    if (!atomic_compare_exchange_strong(&s->waking, &zero, 1)) return;
     int n = s->ncpus;
     const int *order = near >= 0 ? usched__topo_order(s->topo, near) : NULL;
     for (int i = 0; i < n; i++) {
@@ -206,26 +209,25 @@ static void wakep(usched_t *s, struct usched__wk *from, int near)
         struct usched__wk *w = wk_of(s, c);
         if (atomic_load_explicit(&w->state, memory_order_relaxed) != WK_PARKED) continue;
         uint32_t exp = WK_PARKED;
-        atomic_store_explicit(&w->wake_spin, 1, memory_order_relaxed);
         if (atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) {
             atomic_fetch_sub(&s->nparked, 1);
             futex(&w->state, FUTEX_WAKE, 1, NULL);
             stat_inc(from, s, USCHED_STAT_futex_wakes);
-            return;
+            return; /* the woken worker clears s->waking */
         }
-        atomic_store_explicit(&w->wake_spin, 0, memory_order_relaxed);
     }
-    atomic_fetch_sub(&s->nspinning, 1);
+    atomic_store(&s->waking, 0);
 }
 
 /* ---- enqueueing ------------------------------------------------------------- */
 
 static void ring_put(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
-    struct usched_task *spill[RQ_RING_SIZE / 2 + 1];
-    unsigned n = usched__ring_push_or_spill(&w->ring, t, (void **)spill);
+    /* The spill buffer lives in the worker, not on the (fiber) stack: a
+     * 1 KiB array there would touch another page of every fiber's stack. */
+    unsigned n = usched__ring_push_or_spill(&w->ring, t, (void **)w->spill);
     if (n) {
-        gq_push_many(s, spill, n);
+        gq_push_many(s, w->spill, n);
         usched__stat_add(&w->stats, USCHED_STAT_ring_overflows, 1);
     }
 }
@@ -253,18 +255,21 @@ static struct usched_task *bound_get(struct usched__wk *w)
     return t;
 }
 
-/* On the owner: queue t locally at `slot`. */
-static void local_put(usched_t *s, struct usched__wk *w, struct usched_task *t, int slot)
+/* On the owner: queue t locally at `slot`. Returns true when a fiber other
+ * CPUs may steal landed in the ring (then an idle CPU should look). */
+static bool local_put(usched_t *s, struct usched__wk *w, struct usched_task *t, int slot)
 {
     if (slot == USCHED_SLOT_NEXT || slot == USCHED_SLOT_HEAD) {
         struct usched_task *old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
-        if (!old) return;
+        if (!old) return false;
         t = old; /* the displaced fiber goes to the tail */
     }
-    if (t->bound >= 0)
+    if (t->bound >= 0) {
         bound_put(w, t);
-    else
-        ring_put(s, w, t);
+        return false;
+    }
+    ring_put(s, w, t);
+    return true;
 }
 
 /* W1-W3: hand t to CPU cpu from another thread. */
@@ -390,10 +395,9 @@ static void place(usched_t *s, struct usched_task *t, unsigned flags)
         return;
     }
     if (r.cpu == waker) {
-        local_put(s, self, t, r.slot);
         stat_inc(self, s, USCHED_STAT_wake_local);
         /* Others may steal it: make sure an idle CPU is looking. */
-        if (r.slot == USCHED_SLOT_TAIL) wakep(s, self, waker);
+        if (local_put(s, self, t, r.slot)) wakep(s, self, waker);
     } else {
         remote_put(s, self, t, r.cpu);
         stat_inc(self, s, USCHED_STAT_wake_remote);
@@ -427,13 +431,31 @@ static void fiber_entry(void *arg)
     __builtin_unreachable();
 }
 
+/* Per-CPU stack cache in front of the shared pool; it moves half of
+ * itself at a time, under one pool lock. */
 static void stack_put(struct usched__wk *w, usched__stack_t *st)
 {
-    if (w && w->ncache < USCHED_STACK_CACHE) {
-        w->cache[w->ncache++] = *st;
+    if (!w) {
+        usched__stack_free(st);
         return;
     }
-    usched__stack_free(st);
+    if (w->ncache == USCHED_STACK_CACHE) {
+        w->ncache -= USCHED_STACK_CACHE / 2;
+        usched__stack_free_many(&w->cache[w->ncache], USCHED_STACK_CACHE / 2);
+    }
+    w->cache[w->ncache++] = *st;
+}
+
+static int stack_get(usched_t *s, struct usched__wk *w, usched__stack_t *st)
+{
+    if (!w) return usched__stack_alloc(s->stack_size, st);
+    if (!w->ncache) {
+        int n = usched__stack_alloc_many(s->stack_size, w->cache, USCHED_STACK_CACHE / 4);
+        if (n < 0) return n;
+        w->ncache = n;
+    }
+    *st = w->cache[--w->ncache];
+    return 0;
 }
 
 /* Drops one reference; the last one returns the stack (and descriptor). */
@@ -495,12 +517,8 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     struct usched__wk *w = usched__self_wk();
     if (w && w->s != s) w = NULL;
     usched__stack_t st;
-    if (w && w->ncache && w->cache[w->ncache - 1].size == s->stack_size) {
-        st = w->cache[--w->ncache];
-    } else {
-        int rc = usched__stack_alloc(s->stack_size, &st);
-        if (rc < 0) return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
-    }
+    int rc = stack_get(s, w, &st);
+    if (rc < 0) return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
     /* The descriptor sits at the top of the stack, 64-byte aligned. */
     uintptr_t top = (uintptr_t)st.lo + st.size;
     struct usched_task *t = (struct usched_task *)((top - sizeof(struct usched_task)) & ~(uintptr_t)63);
@@ -894,7 +912,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         return t;
     }
     go_idle(s, w);
-    bool spinning = atomic_exchange_explicit(&w->wake_spin, 0, memory_order_relaxed);
+    bool spinning = false;
     for (;;) {
         if (atomic_load_explicit(&w->ntimers, memory_order_relaxed))
             usched__timers_run(w, usched__now_ns());
@@ -949,16 +967,17 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         /* P3 */
         if (work_visible(s, w) || atomic_load(&s->stopping)) {
             unpark(s, w);
-            spinning = atomic_exchange_explicit(&w->wake_spin, 0, memory_order_relaxed);
+            atomic_store_explicit(&s->waking, 0, memory_order_relaxed);
             if ((t = try_all(s, w, true))) {
                 go_busy(s, w);
-                if (spinning) atomic_fetch_sub(&s->nspinning, 1);
                 return t;
             }
             continue;
         }
         /* P4 */
         usched__stat_add(&w->stats, USCHED_STAT_parks, 1);
+        /* Going to sleep: give back a few cold free stacks' pages. */
+        usched__stack_trim(-1, 64);
         uint64_t dl = usched__timers_next(w);
         if (dl == UINT64_MAX) {
             futex(&w->state, FUTEX_WAIT, WK_PARKED, NULL);
@@ -971,7 +990,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             }
         }
         unpark(s, w);
-        spinning = atomic_exchange_explicit(&w->wake_spin, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->waking, 0, memory_order_relaxed);
     }
 }
 
@@ -1104,7 +1123,8 @@ void *usched__worker_main(void *arg)
         /* Back on the host: the fiber that switched here is in w->prev. */
         finish_prev(s, w);
     }
-    while (w->ncache) usched__stack_free(&w->cache[--w->ncache]);
+    usched__stack_free_many(w->cache, w->ncache);
+    w->ncache = 0;
     usched__stack_thread_fini();
     tls_wk = NULL;
     return NULL;

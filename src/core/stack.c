@@ -41,12 +41,15 @@
  * instructions; the core keeps a per-CPU cache in front, so the lock is
  * rarely contended). Its capacity is reserved when a chunk is made, so the
  * free path never allocates. LIFO hands out the most recently used stack,
- * whose pages are still resident and warm: reusing them is free. Once more
- * than `dirty_max` stacks are free (4,096 for 64 KiB stacks, at most 256
- * MiB of stacks), each further free first returns the stack's pages with
- * MADV_DONTNEED, so spawn/join cycles never make a system call but memory
- * comes back after a burst. Chunks are never unmapped (address space is
- * cheap; their pages are what matters).
+ * whose pages are still resident and warm: reusing them is free. Freeing
+ * never makes a system call: an madvise per free made fork-join workloads
+ * (fib) several times slower here, each one a TLB shootdown IPI to every
+ * CPU of the process. Instead usched__stack_trim() returns the pages of the
+ * coldest free stacks beyond `dirty_max` (4,096 for 64 KiB stacks, at most
+ * 256 MiB of stacks) with MADV_DONTNEED; workers trim a few each time they
+ * park, so memory comes back after a burst once the scheduler goes idle.
+ * Chunks are never unmapped (address space is cheap; pages are what
+ * matters).
  *
  * Overflow reports. A SIGSEGV/SIGBUS handler on an alternate signal stack
  * (per worker thread) compares the fault address with the guard page of
@@ -104,7 +107,8 @@ struct pool {
     _Atomic size_t nfree;      /* written under lock, read racily by free */
     size_t cap, total;         /* ent capacity; stacks ever made */
     size_t next_chunk;         /* stacks in the next unguarded chunk (grow) */
-    size_t dirty_max;          /* free stacks kept resident */
+    size_t dirty_max;          /* free stacks kept resident by a trim */
+    _Atomic size_t nclean;     /* ent[0, nclean) were released (under lock) */
     pthread_mutex_t grow;      /* one chunk creation at a time */
 };
 
@@ -287,6 +291,8 @@ static int pool_pop(struct pool *p, usched__stack_t *out)
     if (n) {
         uintptr_t e = p->ent[n - 1];
         atomic_store_explicit(&p->nfree, n - 1, memory_order_relaxed);
+        if (atomic_load_explicit(&p->nclean, memory_order_relaxed) > n - 1)
+            atomic_store_explicit(&p->nclean, n - 1, memory_order_relaxed);
         out->lo = (void *)(e & ~(uintptr_t)(S.page - 1));
         out->size = atomic_load_explicit(&p->size, memory_order_relaxed);
         out->guarded = (e & E_GUARDED) != 0;
@@ -432,14 +438,88 @@ void usched__stack_free(usched__stack_t *st)
         (void)r;
         abort();
     }
-    if (atomic_load_explicit(&p->nfree, memory_order_relaxed) >= p->dirty_max) {
-        madvise(st->lo, st->size, MADV_DONTNEED);
-        atomic_fetch_add_explicit(&S.released, 1, memory_order_relaxed);
-    }
     pthread_mutex_lock(&p->lock);
     pool_push_locked(p, st->lo, st->guarded);
     pthread_mutex_unlock(&p->lock);
     st->lo = NULL;
+}
+
+int usched__stack_alloc_many(size_t size, usched__stack_t *out, int n)
+{
+    if (n <= 0)
+        return usched__error(EINVAL, "stack_alloc_many: count %d", n);
+    int r = usched__stack_alloc(size, &out[0]); /* validates, grows if empty */
+    if (r < 0)
+        return r;
+    struct pool *p = pool_find(out[0].size);
+    int got = 1;
+    pthread_mutex_lock(&p->lock);
+    size_t nf = atomic_load_explicit(&p->nfree, memory_order_relaxed);
+    size_t size_pg = atomic_load_explicit(&p->size, memory_order_relaxed);
+    while (got < n && nf) {
+        uintptr_t e = p->ent[--nf];
+        out[got].lo = (void *)(e & ~(uintptr_t)(S.page - 1));
+        out[got].size = size_pg;
+        out[got].guarded = (e & E_GUARDED) != 0;
+        got++;
+    }
+    atomic_store_explicit(&p->nfree, nf, memory_order_relaxed);
+    if (atomic_load_explicit(&p->nclean, memory_order_relaxed) > nf)
+        atomic_store_explicit(&p->nclean, nf, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    return got;
+}
+
+void usched__stack_free_many(usched__stack_t *st, int n)
+{
+    if (n <= 0)
+        return;
+    struct pool *p = pool_find(st[0].size);
+    for (int i = 0; i < n; i++) {
+        if (!p || st[i].size != st[0].size || !st[i].lo || ((uintptr_t)st[i].lo & (S.page - 1))) {
+            static const char msg[] = "usched: stack_free_many: not stacks of one size from this allocator\n";
+            ssize_t r = write(STDERR_FILENO, msg, sizeof msg - 1);
+            (void)r;
+            abort();
+        }
+    }
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < n; i++) {
+        pool_push_locked(p, st[i].lo, st[i].guarded);
+        st[i].lo = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+long usched__stack_trim(long keep, long max)
+{
+    long done = 0;
+    for (int i = 0; i < MAX_POOLS && (max < 0 || done < max); i++) {
+        struct pool *p = &S.pools[i];
+        size_t size = atomic_load_explicit(&p->size, memory_order_acquire);
+        if (!size)
+            break;
+        size_t k = keep < 0 ? p->dirty_max : (size_t)keep;
+        /* Cheap check first: nothing to do is the common case. */
+        size_t nf = atomic_load_explicit(&p->nfree, memory_order_relaxed);
+        if (nf <= k || atomic_load_explicit(&p->nclean, memory_order_relaxed) >= nf - k)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        nf = atomic_load_explicit(&p->nfree, memory_order_relaxed);
+        size_t c = atomic_load_explicit(&p->nclean, memory_order_relaxed);
+        /* The coldest free stacks sit at the bottom of the LIFO; under the
+         * lock nobody can pop them while their pages go. */
+        while (nf > k && c < nf - k && (max < 0 || done < max)) {
+            void *lo = (void *)(p->ent[c] & ~(uintptr_t)(S.page - 1));
+            madvise(lo, size, MADV_DONTNEED);
+            c++;
+            done++;
+        }
+        atomic_store_explicit(&p->nclean, c, memory_order_relaxed);
+        pthread_mutex_unlock(&p->lock);
+    }
+    atomic_fetch_add_explicit(&S.released, done, memory_order_relaxed);
+    return done;
 }
 
 void usched__stack_check(const usched__stack_t *st, uint64_t fiber_id)

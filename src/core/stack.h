@@ -25,6 +25,17 @@ typedef struct usched__stack {
 int usched__stack_alloc(size_t size, usched__stack_t *out);
 /* Returns a stack (its pages are released to the kernel lazily). */
 void usched__stack_free(usched__stack_t *st);
+/* Batch forms for per-CPU caches: one pool lock for many stacks.
+ * alloc_many returns how many it took (1..n; it grows the pool only when
+ * it has none) or a negative errno; free_many takes stacks of one size. */
+int usched__stack_alloc_many(size_t size, usched__stack_t *out, int n);
+void usched__stack_free_many(usched__stack_t *st, int n);
+/* Returns to the kernel the pages of free stacks beyond the `keep` most
+ * recently freed of each size (keep < 0: the allocator's default, 4096 or
+ * 256 MiB), at most `max` stacks (max < 0: all). Freeing never releases
+ * pages by itself (a madvise per free costs a TLB shootdown on every CPU);
+ * workers trim a little each time they park. Returns how many it released. */
+long usched__stack_trim(long keep, long max);
 /* Aborts with "usched: stack overflow in fiber <id> (stack <size> bytes)" if
  * the canary of an unguarded stack was overwritten. */
 void usched__stack_check(const usched__stack_t *st, uint64_t fiber_id);

@@ -100,7 +100,7 @@ struct pol_flips {
 
 static inline void pol_record_wakee(struct pol_flips *w, uint64_t wakee)
 {
-    uint32_t now_ms = (uint32_t)(usched_pol_now_ns() / 1000000);
+    uint32_t now_ms = (uint32_t)(usched_pol_now_coarse_ns() / 1000000);
     if (now_ms - w->decay_ms > 1000) {
         w->flips >>= 1;
         w->decay_ms = now_ms;

@@ -75,7 +75,11 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
 
     if (a->flags & USCHED_SEL_FORK) {
         if (waker >= 0) {
+            /* The newest child runs next (Go's runnext): fork-join trees
+             * unfold depth first, hot in cache, with few fibers alive; the
+             * child it displaces goes to the queue, where idle CPUs steal. */
             out->cpu = waker;
+            out->slot = USCHED_SLOT_NEXT;
             out->reason = USCHED_REASON_LOCAL;
             return;
         }

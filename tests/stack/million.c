@@ -109,6 +109,7 @@ int main(int argc, char **argv)
     t0 = test_now();
     for (long i = 0; i < n; i++)
         usched__stack_free(&st[i]);
+    usched__stack_trim(-1, -1);
     double t_free = test_now() - t0;
     long rss2 = status_kb("VmRSS");
     usched__stack_get_stats(&s);
