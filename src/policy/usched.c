@@ -13,7 +13,7 @@
  *     for a wide waker, else the waker's CPU), then in the package, the NUMA
  *     node and the machine, up to the `scope` knob: a wake-up never queues
  *     behind a busy CPU while another LLC has an idle one;
- *  6. otherwise the less loaded of target and prev.
+ *  6. otherwise target, unless prev is less loaded by more than one.
  * A waker is wide (1:N) when it switched between different wakees at least
  * `factor` times (wakee flips, Linux's signal; factor = the LLC size or knob
  * wake_wide_factor) and factor times more often than the wakee. Unlike
@@ -129,9 +129,11 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         out->cpu = c;
         return;
     }
-    /* 6 */
+    /* 6: every CPU busy. Stay on target unless the other is less loaded by
+     * more than one (ULE's hysteresis): a cross-CPU hand-off costs cache
+     * line transfers and an inbox push, more than a short queue. */
     int other = prev >= 0 ? prev : target;
-    out->cpu = usched_pol_cpu_load(ctx, other) < usched_pol_cpu_load(ctx, target) ? other : target;
+    out->cpu = usched_pol_cpu_load(ctx, other) + 1 < usched_pol_cpu_load(ctx, target) ? other : target;
     out->reason = out->cpu == waker ? USCHED_REASON_LOCAL : USCHED_REASON_STACKED;
 }
 
