@@ -8,40 +8,19 @@
  *   args       bad arguments: exit 2, one line on stderr, nothing on stdout
  * Numbers are never asserted, only their presence and shape.
  */
-#include <spawn.h>
 #include <stdarg.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "run.h"
 #include "test.h"
 #include "usched.h"
 
-extern char **environ;
 static const char *cli;
-
-struct run {
-    int status;
-    char *out, *err;
-};
-
-static char *slurp(FILE *f)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    rewind(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
 
 /* Runs the CLI with the NULL-terminated arguments after "bench" and env
  * (NULL: inherit) and collects its output. */
-static struct run run_env(char **env, const char *a0, ...)
+static struct test_run run_env(char **env, const char *a0, ...)
 {
     const char *argv[32] = {cli, "bench"};
     va_list ap;
@@ -49,29 +28,12 @@ static struct run run_env(char **env, const char *a0, ...)
     int n = 2;
     for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *)) argv[n++] = a;
     va_end(ap);
-    FILE *out = tmpfile(), *err = tmpfile();
-    ASSERT(out && err);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
-    posix_spawn_file_actions_adddup2(&fa, fileno(err), 2);
-    pid_t pid;
-    int r = posix_spawn(&pid, cli, &fa, NULL, (char *const *)argv, env ? env : environ);
-    if (r) TEST_FAIL_("spawning %s: %s", cli, strerror(r));
-    posix_spawn_file_actions_destroy(&fa);
-    int st;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st)) TEST_FAIL_("usched bench %s ... died of signal %d", argv[2], WTERMSIG(st));
-    return (struct run){WEXITSTATUS(st), slurp(out), slurp(err)};
+    return test_run_argv(argv, env);
 }
 
 #define run(...) run_env(NULL, __VA_ARGS__)
 
-static void done(struct run r)
-{
-    free(r.out);
-    free(r.err);
-}
+#define done test_run_free
 
 static int count(const char *hay, const char *needle)
 {
@@ -85,7 +47,7 @@ static int lines(const char *s)
     return count(s, "\n");
 }
 
-static void expect_ok(struct run r, const char *what)
+static void expect_ok(struct test_run r, const char *what)
 {
     if (r.status != 0) TEST_FAIL_("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.status, r.out, r.err);
 }
@@ -101,7 +63,7 @@ static void test_workloads(void)
         {"skynet", "1000"}, {"pingpong", "2000"}, {"yield", "2000"}, {"spawn", "3000"},
     };
     for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
-        struct run r = ws[i].n ? run(ws[i].name, "--policy", "usched", "--runs", "1", "--n", ws[i].n, NULL)
+        struct test_run r = ws[i].n ? run(ws[i].name, "--policy", "usched", "--runs", "1", "--n", ws[i].n, NULL)
                                : run(ws[i].name, "--policy", "usched", "--runs", "1", "--duration", "0.2", NULL);
         expect_ok(r, ws[i].name);
         ASSERT_EQ(count(r.out, "tps = "), 1);
@@ -113,7 +75,7 @@ static void test_workloads(void)
         done(r);
     }
     /* --clients and a CPU list reach the run */
-    struct run r = run("select", "--policy", "usched", "--runs", "1", "--duration", "0.2", "--clients", "3",
+    struct test_run r = run("select", "--policy", "usched", "--runs", "1", "--duration", "0.2", "--clients", "3",
                        "--cpus", "0", NULL);
     expect_ok(r, "select --clients 3 --cpus 0");
     ASSERT_STR_CONTAINS(r.out, "1 CPU,");
@@ -124,7 +86,7 @@ static void test_workloads(void)
 
 static void test_compare(void)
 {
-    struct run r = run("fib", "--n", "18", "--runs", "2", "--compare", "smt=1;smt=0", NULL);
+    struct test_run r = run("fib", "--n", "18", "--runs", "2", "--compare", "smt=1;smt=0", NULL);
     expect_ok(r, "--compare 'smt=1;smt=0'");
     /* interleaved: A B A B */
     const char *a1 = strstr(r.out, "fib smt=1 run 1: tps = ");
@@ -209,7 +171,7 @@ static void test_peers(void)
     write_peer(dir, "omp",
                "case \"$*\" in *'spawn --threads '*' --n 2000 '*'--seed 1'*) ;; *) echo \"args $*\" >&2; exit 9;; esac\n"
                "echo 'RESULT workload=spawn system=omp value=7.50 unit=ns/op higher_is_better=0 check=ok threads=2'");
-    struct run r = run("spawn", "--policy", "usched", "--n", "2000", "--runs", "2", "--peers", "--peers-dir", dir,
+    struct test_run r = run("spawn", "--policy", "usched", "--n", "2000", "--runs", "2", "--peers", "--peers-dir", dir,
                        NULL);
     expect_ok(r, "--peers");
     ASSERT_STR_CONTAINS(r.out, "spawn pthreads run 1: tps = ");
@@ -258,7 +220,7 @@ static void bad(const char *needle, const char *a0, ...)
     int n = 1;
     for (const char *a = va_arg(ap, const char *); a && n < 15; a = va_arg(ap, const char *)) argv[n++] = a;
     va_end(ap);
-    struct run r = run(argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], argv[7], NULL);
+    struct test_run r = run(argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], argv[7], NULL);
     if (r.status != 2) TEST_FAIL_("bench %s %s ...: exit %d, expected 2\n%s%s", argv[0], argv[1] ? argv[1] : "",
                                   r.status, r.out, r.err);
     ASSERT_STR_EQ(r.out, "");

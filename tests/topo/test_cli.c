@@ -4,22 +4,15 @@
  * the input and the problem, nothing on stdout, exit 2 (usage) or 1 (cannot
  * load).
  */
-#include <spawn.h>
 #include <stdarg.h>
-#include <sys/wait.h>
 
+#include "run.h"
 #include "topo_test.h"
 
-extern char **environ;
 static const char *cli;
 
-struct run {
-    int status;
-    char *out, *err;
-};
-
 /* Runs the CLI with up to 8 arguments (NULL-terminated). */
-static struct run run(const char *a0, ...)
+static struct test_run run(const char *a0, ...)
 {
     const char *argv[10] = {cli};
     va_list ap;
@@ -27,33 +20,16 @@ static struct run run(const char *a0, ...)
     int n = 1;
     for (const char *a = a0; a && n < 9; a = va_arg(ap, const char *)) argv[n++] = a;
     va_end(ap);
-    FILE *out = tmpfile(), *err = tmpfile();
-    ASSERT(out && err);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
-    posix_spawn_file_actions_adddup2(&fa, fileno(err), 2);
-    pid_t pid;
-    int r = posix_spawn(&pid, cli, &fa, NULL, (char *const *)argv, environ);
-    if (r) TEST_FAIL_("spawning %s: %s", cli, strerror(r));
-    posix_spawn_file_actions_destroy(&fa);
-    int st;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT(WIFEXITED(st)); /* never a crash */
-    return (struct run){WEXITSTATUS(st), topo_slurp(out), topo_slurp(err)};
+    return test_run_argv(argv, NULL);
 }
 
-static void done(struct run r)
-{
-    free(r.out);
-    free(r.err);
-}
+#define done test_run_free
 
 /* An error: the exit status, nothing on stdout, one line on stderr holding
  * the needle. */
 #define FAILS(code, needle, ...)                                               \
     do {                                                                        \
-        struct run r_ = run(__VA_ARGS__, NULL);                                 \
+        struct test_run r_ = run(__VA_ARGS__, NULL);                                 \
         if (r_.status != (code))                                                \
             TEST_FAIL_("exit %d, expected %d; stderr: %s", r_.status, code, r_.err); \
         ASSERT_STR_EQ(r_.out, "");                                              \
@@ -62,7 +38,7 @@ static void done(struct run r)
         done(r_);                                                               \
     } while (0)
 
-static struct run succeeds(struct run r)
+static struct test_run succeeds(struct test_run r)
 {
     if (r.status != 0) TEST_FAIL_("exit %d; stderr: %s", r.status, r.err);
     ASSERT_STR_EQ(r.err, "");
@@ -75,7 +51,7 @@ int main(int argc, char **argv)
     cli = argv[1];
 
     /* Dispatcher. */
-    struct run r = succeeds(run("--help", NULL));
+    struct test_run r = succeeds(run("--help", NULL));
     ASSERT_STR_CONTAINS(r.out, "usage: usched <command>");
     ASSERT_STR_CONTAINS(r.out, "topo");
     done(r);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "run.h"
 #include "test.h"
 #include "topo/topo.h"
 
@@ -133,22 +134,6 @@ static inline usched__topo_t *topo_load_ok(const char *input, const char *cpus)
     return t;
 }
 
-/* Everything in f (closed afterwards), from its start. */
-static inline char *topo_slurp(FILE *f)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    ASSERT(m);
-    rewind(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
-
 /* The text of a snapshot file in golden/. */
 static inline char *topo_golden(const char *name)
 {
@@ -157,7 +142,7 @@ static inline char *topo_golden(const char *name)
     FILE *f = fopen(path, "r");
     if (!f) TEST_FAIL_("golden file %s: %s (USCHED_UPDATE_GOLDEN=1 topo_machines writes it)", path,
                        strerror(errno));
-    return topo_slurp(f);
+    return test_slurp(f);
 }
 
 static inline int topo_mask_has(const uint64_t *m, int c) { return (int)(m[c / 64] >> (c % 64) & 1); }
