@@ -396,8 +396,11 @@ static void place(usched_t *s, struct usched_task *t, unsigned flags)
     }
     if (r.cpu == waker) {
         stat_inc(self, s, USCHED_STAT_wake_local);
-        /* Others may steal it: make sure an idle CPU is looking. */
-        if (local_put(s, self, t, r.slot)) wakep(s, self, waker);
+        /* Others may steal it: make sure an idle CPU is looking. A new
+         * fiber in the next slot counts too (Go wakes a P on every spawn):
+         * its parent may run on for long, and an idle CPU takes next slots
+         * on its last steal pass. */
+        if (local_put(s, self, t, r.slot) || (flags & USCHED_SEL_FORK)) wakep(s, self, waker);
     } else {
         remote_put(s, self, t, r.cpu);
         stat_inc(self, s, USCHED_STAT_wake_remote);
@@ -947,7 +950,9 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
                     return t;
                 }
                 if (atomic_load_explicit(&s->stopping, memory_order_relaxed)) break;
-                if (usched__now_ns() >= until) break;
+                /* At least one full round (4 passes, the last of which may
+                 * take next slots) even with spin_us=0. */
+                if (pass >= 3 && usched__now_ns() >= until) break;
                 for (int i = 0; i < 32; i++) usched__cpu_relax();
             }
             atomic_fetch_sub(&s->nspinning, 1);

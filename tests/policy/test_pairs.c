@@ -148,8 +148,10 @@ int main(void)
     pingpong("spin_us=0,affine=1", USCHED_SEL_SYNC, true);
     pingpong("spin_us=0,affine=1", 0, true);
     pingpong("spin_us=0,affine=0", USCHED_SEL_SYNC, false);
-    one_to_n("spin_us=0", true);
-    one_to_n("spin_us=0,wake_wide_factor=4096", false);
+    /* steal=0: where the policy places the wakees, not where idle CPUs
+     * may later steal them from (the dispatcher's CPU idles between rounds). */
+    one_to_n("spin_us=0,steal=0", true);
+    one_to_n("spin_us=0,steal=0,wake_wide_factor=4096", false);
     printf("ok\n");
     return 0;
 }
