@@ -260,7 +260,15 @@ static struct usched_task *bound_get(struct usched__wk *w)
 static bool local_put(usched_t *s, struct usched__wk *w, struct usched_task *t, int slot)
 {
     if (slot == USCHED_SLOT_NEXT || slot == USCHED_SLOT_HEAD) {
-        struct usched_task *old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
+        /* An empty slot takes a plain release store: only the owner writes
+         * it, and thieves only CAS a fiber out, never into an empty slot.
+         * (It saves a locked exchange per hand-off.) */
+        struct usched_task *old = atomic_load_explicit(&w->next, memory_order_relaxed);
+        if (!old) {
+            atomic_store_explicit(&w->next, t, memory_order_release);
+            return false;
+        }
+        old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
         if (!old) return false;
         t = old; /* the displaced fiber goes to the tail */
     }
