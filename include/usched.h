@@ -74,7 +74,9 @@ int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg
 int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *), void *arg);
 
 /* Waits for the fiber to finish and releases it. In a fiber it parks the
- * fiber; outside it blocks the thread. -EINVAL for a task joined already,
+ * fiber; outside it blocks the thread. A fiber joining the fiber it spawned
+ * last, before that one started, runs it inline on its own stack (no switch,
+ * as TBB's wait does); inside it, usched_self_id() reports the joiner. -EINVAL for a task joined already,
  * -EDEADLK for a fiber joining itself, -ECANCELED if the scheduler was
  * destroyed before the fiber ran to completion. */
 int usched_join(usched_task_t *t);

@@ -44,6 +44,7 @@ enum usched_level {
 #define USCHED_SEL_SYNC 0x4u    /* the waker is about to block (hand-off) */
 #define USCHED_SEL_OUTSIDE 0x8u /* the caller is not a worker (waker_cpu == -1) */
 #define USCHED_SEL_YIELD 0x10u  /* re-queueing a fiber that yielded */
+#define USCHED_SEL_EXIT 0x20u    /* with SYNC: the waker is exiting (a join), its CPU frees now */
 
 /* Why a CPU was chosen: one placement counter each ("place_<name>"). */
 #define USCHED_REASON_MAP(X)                                                    \

@@ -421,7 +421,7 @@ void usched__wake(usched_task_t *t, unsigned flags)
         t->woke_ns = usched__now_ns();
         t->ran_ns = 0;
     }
-    place(t->s, t, USCHED_SEL_WAKE | (flags & USCHED_SEL_SYNC));
+    place(t->s, t, USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT)));
 }
 
 /* ---- fibers --------------------------------------------------------------- */
@@ -481,6 +481,16 @@ static void task_release(struct usched_task *t)
     stack_put(w && w->s == t->s ? w : NULL, &st);
 }
 
+/* One fiber fewer alive; the last one wakes usched_wait/destroy. */
+static void live_done(usched_t *s)
+{
+    if (atomic_fetch_sub_explicit(&s->live, 1, memory_order_acq_rel) == 1 &&
+        atomic_load_explicit(&s->nwaiting, memory_order_seq_cst)) {
+        atomic_fetch_add(&s->live_seq, 1);
+        futex(&s->live_seq, FUTEX_WAKE, INT_MAX, NULL);
+    }
+}
+
 static void task_exit(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
     usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
@@ -489,17 +499,13 @@ static void task_exit(usched_t *s, struct usched__wk *w, struct usched_task *t)
     struct usched_task *j = t->joiner;
     struct usched__owaiter *ow = t->owaiter;
     usched__spin_unlock(&t->jlock);
-    if (j) usched__wake(j, 0);
+    if (j) usched__wake(j, USCHED_SEL_SYNC | USCHED_SEL_EXIT); /* a hand-off: this fiber is gone */
     if (ow) {
         atomic_store_explicit(&ow->done, 1, memory_order_release);
         futex(&ow->done, FUTEX_WAKE, 1, NULL);
     }
     task_release(t);
-    if (atomic_fetch_sub_explicit(&s->live, 1, memory_order_acq_rel) == 1 &&
-        atomic_load_explicit(&s->nwaiting, memory_order_seq_cst)) {
-        atomic_fetch_add(&s->live_seq, 1);
-        futex(&s->live_seq, FUTEX_WAKE, INT_MAX, NULL);
-    }
+    live_done(s);
 }
 
 static uint64_t next_id(usched_t *s, struct usched__wk *w)
@@ -674,6 +680,42 @@ void usched__cancel_owaiters(usched_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * Join of a fiber still waiting in this CPU's next slot that never ran (the
+ * child spawned last): take it out with the same CAS a thief would use and
+ * run its function right here, on the joiner's stack, instead of blocking,
+ * switching to it and being woken back (TBB's wait runs tasks the same
+ * way). Only with half of the joiner's stack still free, so that nesting
+ * cannot overflow it. Inside, usched_self_id() reports the joiner.
+ */
+static bool join_inline(struct usched__wk *w, struct usched_task *t)
+{
+    struct usched_task *me = w->cur;
+    if (atomic_load_explicit(&w->next, memory_order_relaxed) != t) return false;
+    size_t used = (size_t)((char *)me->stack.lo + me->stack.size - (char *)__builtin_frame_address(0));
+    if (used > me->stack.size / 2) return false;
+    struct usched_task *exp = t;
+    if (!atomic_compare_exchange_strong_explicit(&w->next, &exp, NULL, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return false;
+    if (t->cpu != -1) {
+        /* It ran already (woken back into the next slot): it resumes on its
+         * own stack, not here. The slot was ours and is empty again. */
+        atomic_store_explicit(&w->next, t, memory_order_release);
+        return false;
+    }
+    usched_t *s = t->s;
+    t->fn(t->arg);
+    w = usched__self_wk(); /* the joiner may have moved while fn blocked */
+    usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
+    usched__stat_add(&w->stats, USCHED_STAT_joins_inline, 1);
+    t->done = 1; /* nobody else looks: the join is ours and no worker has it */
+    atomic_store_explicit(&t->refs, 1, memory_order_relaxed); /* no exit will come */
+    task_release(t);
+    live_done(s);
+    return true;
+}
+
 USCHED_EXPORT int usched_join(usched_task_t *t)
 {
     if (!t) return usched__error(EINVAL, "join: task is NULL");
@@ -684,6 +726,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     if (atomic_exchange_explicit(&t->joined, 1, memory_order_acq_rel))
         return usched__error(EINVAL, "join: task %llu is detached or joined already",
                              (unsigned long long)t->id);
+    if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
     usched__spin_lock(&t->jlock);
     int result = 0;
     if (t->done) {

@@ -3,7 +3,9 @@
  *
  * What it does. Wake-ups, in order:
  *  1. (bound fibers are placed by the core);
- *  2. a sync pair - the two fibers woke each other last, or the SYNC hint -
+ *  2. a joiner woken by the exiting fiber it joined goes to the waker's
+ *     next slot; a sync pair - the two fibers woke each other last, or the
+ *     SYNC hint -
  *     whose waker's CPU has nothing else to run goes to the waker's next
  *     slot (hot-cache hand-off), unless the waker is wide (below);
  *  3. prev, if it is idle, shares the waker's LLC (or the wake came from
@@ -90,6 +92,15 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         return;
     }
 
+    /* 2a. a joiner woken by the exiting fiber it joined: the waker's CPU is
+     * free this instant and holds the child's result in cache; the next
+     * slot keeps fork-join trees depth first (and few fibers alive). */
+    if (affine && waker >= 0 && (a->flags & USCHED_SEL_EXIT)) {
+        out->cpu = waker;
+        out->slot = USCHED_SLOT_NEXT;
+        out->reason = USCHED_REASON_SYNC;
+        return;
+    }
     /* 2. sync pair, judged before this wake-up is recorded */
     struct usched_pstate *w = a->waker_pstate;
     struct usched_pstate *t = a->task->pstate;

@@ -19,6 +19,7 @@
     X(spawns_outside, "fibers spawned from outside threads")                     \
     X(exits, "fibers finished")                                                  \
     X(yields, "usched_yield calls")                                              \
+    X(joins_inline, "joins that ran the joined fiber inline (it was still in the next slot)") \
     X(blocks, "fibers that blocked (join, wait queue, sleep)")                   \
     X(wake_local, "wake-ups and spawns placed on the deciding CPU")              \
     X(wake_remote, "wake-ups and spawns handed to another CPU's inbox")          \

@@ -2,17 +2,20 @@
  * SMT decisions on virtual topologies. With busy fibers on distinct cores of
  * an LLC (the wakee's prev, the waker's CPU and others, one PU each), a
  * wake-up under each SMT-aware policy with smt=1 lands on a fully idle core,
- * never beside a busy sibling; with smt=0 usched and linux take the first
- * idle CPU after the waker's, which is the waker's own idle sibling, as the
- * kernels do without SMT awareness; changing smt while running changes the
- * next decision.
+ * never beside a busy sibling; with smt=0 usched and linux take an idle
+ * sibling of a busy core (the waker's or prev's) although a whole core is
+ * idle, as the kernels do without SMT awareness; changing smt while running
+ * changes the next decision.
  *
  * Scenario (one wake-up, driven step by step):
  *   1. fiber J runs somewhere (P = prev), then waits for the driver;
  *   2. the driver picks the waker's CPU W (another core of P's LLC) and busy
  *      cores: P itself, W, and all but one of the LLC's other cores;
- *   3. J spawns B bound on W and joins it (J blocks); B spins until told;
- *   4. once everything settled, B exits: the core wakes J from W;
+ *   3. J spawns B bound on W and waits on a mailbox (J blocks); B spins
+ *      until told;
+ *   4. once everything settled, B posts the mailbox - the core wakes J from
+ *      W - and keeps W busy (a waker that exits instead hands its CPU over:
+ *      a different decision);
  *   5. J records where it woke (Q); the counters say why.
  */
 #include "ptest.h"
@@ -21,14 +24,21 @@
 
 struct scen {
     usched_t *s;
-    _Atomic int P, W, Q, go;
+    _Atomic int P, W, Q, go, stop;
     _Atomic int j_blocked;
+    struct pt_mbox mb;
+    usched_task_t *b;
 };
+
+/* The two counters right after the wake-up (before B's exit adds to them). */
+static uint64_t snap_busy_sibling, snap_idle_core;
 
 static void b_fn(void *arg)
 {
     struct scen *sc = arg;
     while (!atomic_load(&sc->go)) __asm__ volatile("" ::: "memory");
+    pt_mb_post(&sc->mb, 0);
+    while (!atomic_load(&sc->stop)) __asm__ volatile("" ::: "memory");
 }
 
 static void j_fn(void *arg)
@@ -36,10 +46,9 @@ static void j_fn(void *arg)
     struct scen *sc = arg;
     atomic_store(&sc->P, usched_self_cpu());
     while (atomic_load(&sc->W) < 0) __asm__ volatile("" ::: "memory");
-    usched_task_t *b;
-    ASSERT_OK(usched_spawn_on(sc->s, &b, atomic_load(&sc->W), b_fn, sc));
+    ASSERT_OK(usched_spawn_on(sc->s, &sc->b, atomic_load(&sc->W), b_fn, sc));
     atomic_store(&sc->j_blocked, 1);
-    ASSERT_OK(usched_join(b));
+    pt_mb_wait(&sc->mb);
     atomic_store(&sc->Q, usched_self_cpu());
 }
 
@@ -85,6 +94,10 @@ static int run_once(usched_t *s, const usched__topo_t *t, int *busy, int *nbusy)
     atomic_store(&sc.go, 1);
     ASSERT_OK(usched_join(j));
     int Q = atomic_load(&sc.Q);
+    snap_busy_sibling = pt_stat(s, "smt_busy_sibling");
+    snap_idle_core = pt_stat(s, "place_idle_core");
+    atomic_store(&sc.stop, 1);
+    ASSERT_OK(usched_join(sc.b));
     pt_spin_stop(&sp[0]);
     for (int i = 2; i < n; i++) pt_spin_stop(&sp[i]);
     return Q;
@@ -98,13 +111,13 @@ static bool beside_busy(const usched__topo_t *t, int q, const int *busy, int n)
 }
 
 static void print_case(const char *topo, const char *pol, const char *knobs, int Q, const int *busy,
-                       int n, usched_t *s)
+                       int n)
 {
     printf("%-36s %-7s %-8s P=%d W=%d busy={", topo, pol, knobs, busy[0], busy[1]);
     for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", busy[i]);
     printf("} -> Q=%d smt_busy_sibling=%llu idle_core=%llu\n", Q,
-           (unsigned long long)pt_stat(s, "smt_busy_sibling"),
-           (unsigned long long)pt_stat(s, "place_idle_core"));
+           (unsigned long long)snap_busy_sibling,
+           (unsigned long long)snap_idle_core);
 }
 
 static void smt_case(const char *topo, const char *pol, int smt)
@@ -115,17 +128,19 @@ static void smt_case(const char *topo, const char *pol, int smt)
     usched_t *s = pt_start(pol, topo, knobs);
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
-    print_case(topo, pol, knobs + 18, Q, busy, n, s);
+    print_case(topo, pol, knobs + 18, Q, busy, n);
     ASSERT_GE(Q, 0);
     if (smt && strcmp(pol, "global") != 0) { /* global is not SMT-aware */
         ASSERT(!beside_busy(t, Q, busy, n));
-        ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 0);
-        ASSERT_EQ_U(pt_stat(s, "place_idle_core"), 1);
+        ASSERT_EQ_U(snap_busy_sibling, 0);
+        ASSERT_EQ_U(snap_idle_core, 1);
     } else if ((!strcmp(pol, "usched") || !strcmp(pol, "linux")) &&
                pt_sibling(t, busy[1]) == busy[1] + 1) {
-        /* the first idle CPU after the waker's: its own sibling */
-        ASSERT_EQ(Q, pt_sibling(t, busy[1]));
-        ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 1);
+        /* without the heuristic: an idle sibling of a busy core (the
+         * waker's or prev's, as the kernel's order finds it) although a
+         * whole core is idle */
+        ASSERT(beside_busy(t, Q, busy, n));
+        ASSERT_GE(snap_busy_sibling, 1);
     }
     ASSERT_OK(usched_destroy(s));
     usched__topo_free(t);
@@ -138,21 +153,21 @@ static void smt_runtime(const char *topo)
     usched_t *s = pt_start("usched", topo, "spin_us=0,steal=0,smt=1");
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
-    print_case(topo, "usched", "smt=1", Q, busy, n, s);
+    print_case(topo, "usched", "smt=1", Q, busy, n);
     ASSERT(!beside_busy(t, Q, busy, n));
     ASSERT_OK(usched_set(s, "knobs", "smt=0"));
     int64_t v = -1;
     ASSERT_OK(usched_knob_get(s, "smt", &v));
     ASSERT_EQ(v, 0);
     Q = run_once(s, t, busy, &n);
-    print_case(topo, "usched", "->smt=0", Q, busy, n, s);
-    ASSERT_EQ(Q, pt_sibling(t, busy[1]));
-    ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 1);
+    print_case(topo, "usched", "->smt=0", Q, busy, n);
+    ASSERT(beside_busy(t, Q, busy, n));
+    ASSERT_GE(snap_busy_sibling, 1);
     ASSERT_OK(usched_set(s, "knobs", "smt=1"));
     Q = run_once(s, t, busy, &n);
-    print_case(topo, "usched", "->smt=1", Q, busy, n, s);
+    print_case(topo, "usched", "->smt=1", Q, busy, n);
     ASSERT(!beside_busy(t, Q, busy, n));
-    ASSERT_EQ_U(pt_stat(s, "smt_busy_sibling"), 0);
+    ASSERT_EQ_U(snap_busy_sibling, 0);
     ASSERT_OK(usched_destroy(s));
     usched__topo_free(t);
 }
