@@ -123,9 +123,9 @@ USCHED_EXPORT uint64_t usched_pol_cpu_current(const usched_pol_ctx_t *ctx, int c
         uint64_t now = usched__now_ns();
         *ran_since_wake_ns = t && start && now > start ? before + (now - start) : 0;
     }
-    /* The id is read from a descriptor that may just have been released; it
-     * is at worst stale, never unmapped (stacks are never unmapped). */
-    return t ? __atomic_load_n(&t->id, __ATOMIC_RELAXED) : 0;
+    /* The id comes from the worker, not the descriptor (which may be
+     * released and reused under our feet). */
+    return t ? atomic_load_explicit(&w->cur_id, memory_order_relaxed) : 0;
 }
 
 USCHED_EXPORT int usched_pol_knob_id(const char *name)

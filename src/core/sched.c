@@ -888,8 +888,10 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
             }
         }
         if (last_pass) {
+            /* The fiber in the slot is read only once the CAS made it ours:
+             * before that it may finish and its descriptor be reused. */
             struct usched_task *t = atomic_load_explicit(&vw->next, memory_order_acquire);
-            if (t && t->bound < 0 && atomic_load_explicit(&vw->current, memory_order_relaxed)) {
+            if (t && atomic_load_explicit(&vw->current, memory_order_relaxed)) {
                 /* Back off ~3 us: the victim is likely about to run it. */
                 uint64_t until = usched__now_ns() + 3000;
                 while (usched__now_ns() < until) usched__cpu_relax();
@@ -898,7 +900,7 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
                         usched__stat_add(&w->stats, USCHED_STAT_steal_next, 1);
                         return t;
                     }
-                    local_put(s, w, t, USCHED_SLOT_TAIL); /* cannot happen: bound checked */
+                    remote_put(s, w, t, t->bound); /* bound: back home, by its inbox */
                 }
             }
         }
@@ -1069,6 +1071,7 @@ static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
         atomic_store_explicit(&w->cur_ran_ns, t->ran_ns, memory_order_relaxed);
         atomic_store_explicit(&w->cur_start_ns, t->run_start_ns, memory_order_relaxed);
     }
+    atomic_store_explicit(&w->cur_id, t->id, memory_order_relaxed);
     atomic_store_explicit(&w->current, t, memory_order_release);
     if (s->ops->running) {
         struct usched_task_info ti;
