@@ -90,8 +90,7 @@ struct usched__wk {
     _Atomic uint32_t nbound;             /* owner writes, anyone reads */
     _Atomic(struct usched_task *) current; /* owner writes, policies read */
     _Atomic uint64_t cur_id;             /* id of `current` (owner writes) */
-    _Atomic uint64_t cur_woke_ns;        /* owner writes (TRACK_TIME only) */
-    _Atomic uint64_t cur_start_ns;       /* when the current fiber started running */
+    _Atomic uint64_t cur_start_ns;       /* TRACK_TIME: when the current fiber started running */
     _Atomic uint64_t cur_ran_ns;         /* its run time since wake before that */
 
     /* ---- parking: state is the futex word (any CPU CASes PARKED->RUNNING) */

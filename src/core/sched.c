@@ -20,10 +20,18 @@
  *   (the global queue first every 61st pick) -> global queue -> steal in the
  *   policy's order -> spin -> park.
  *
+ * Switching. A fiber that yields, blocks or exits switches straight to the
+ * next fiber of its CPU (find_local) when there is one, else to its worker's
+ * host context, which steals, spins or parks. The context switched to runs
+ * finish_prev() for the fiber that left: requeue it, call its blocking
+ * `after` function, or retire it. One switch per hand-off, not two.
+ *
  * Spin, then park. A CPU without work first publishes itself idle in the
- * masks, then spins for spin_us looking for work, if fewer than half of the
- * busy CPUs spin already. A spinner that finds work and was the last spinner
- * wakes one more parked CPU when work remains (chained wake-ups, Go's rule).
+ * masks, then spins for spin_us looking for work (at least one full steal
+ * round), if fewer than half of the CPUs that are not parked spin already,
+ * or if it has just handed a fiber to another CPU (the answer is likely to
+ * come back). A spinner that finds work and was the last spinner wakes one
+ * more parked CPU when work remains (chained wake-ups, Go's rule).
  * Parking protocol (the numbers are referred to below):
  *   P1. state = PARKED (seq_cst store);
  *   P2. full fence (the store above is seq_cst);
@@ -38,9 +46,15 @@
  * wake-up is lost. A spawn onto the local ring wakes one parked CPU when no
  * CPU spins (wakep); the woken CPU spins and steals.
  *
- * Blocking (sched.h): a fiber parks with usched__block(after, arg); the host
- * calls after(arg) (typically a wait-queue unlock) only once the fiber's
- * registers are saved, so no waker can resume a fiber still on its stack.
+ * Blocking (sched.h): a fiber parks with usched__block(after, arg); the
+ * context it switches to calls after(arg) (typically a wait-queue unlock)
+ * only once the fiber's registers are saved, so no waker can resume a fiber
+ * still on its stack.
+ *
+ * Fork-join. Under the default policy a spawned fiber goes to the
+ * spawner's next slot (the child it displaces goes to the ring, where idle
+ * CPUs steal); joining a child that still waits there, unstarted, runs it
+ * inline; a joiner woken by its exiting child takes that CPU's next slot.
  *
  * Designs rejected
  *   - One global run queue (4BSD): every pick takes one lock; kept only as
@@ -1067,7 +1081,6 @@ static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
     w->cur = t;
     if (s->ops->flags & USCHED_OPS_TRACK_TIME) {
         t->run_start_ns = usched__now_ns();
-        atomic_store_explicit(&w->cur_woke_ns, t->woke_ns, memory_order_relaxed);
         atomic_store_explicit(&w->cur_ran_ns, t->ran_ns, memory_order_relaxed);
         atomic_store_explicit(&w->cur_start_ns, t->run_start_ns, memory_order_relaxed);
     }
