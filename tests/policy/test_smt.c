@@ -18,6 +18,7 @@
  *      a different decision);
  *   5. J records where it woke (Q); the counters say why.
  */
+#include "core/core.h"
 #include "ptest.h"
 
 #define MAXB 64
@@ -50,6 +51,24 @@ static void j_fn(void *arg)
     atomic_store(&sc->j_blocked, 1);
     pt_mb_wait(&sc->mb);
     atomic_store(&sc->Q, usched_self_cpu());
+}
+
+/* Waits until every CPU outside busy[] has parked (so it published itself
+ * idle): the decision then sees exactly the scenario's busy set, however
+ * slowly a loaded machine runs the workers. Fails after 30 s. */
+static void settle_parked(usched_t *s, const int *busy, int n)
+{
+    for (int tries = 0; tries < 30000; tries++) {
+        bool all = true;
+        for (int c = 0; c < s->ncpus && all; c++) {
+            bool b = false;
+            for (int i = 0; i < n; i++) b |= busy[i] == c;
+            if (!b && atomic_load(&s->wk[c]->state) != WK_PARKED) all = false;
+        }
+        if (all) return;
+        usleep(1000);
+    }
+    TEST_FAIL_("idle CPUs did not park within 30 s");
 }
 
 /* Runs the scenario once on a started scheduler; returns Q and fills the
@@ -89,7 +108,7 @@ static int run_once(usched_t *s, const usched__topo_t *t, int *busy, int *nbusy)
     while (!atomic_load(&sc.j_blocked)) usleep(100);
     pt_spin_wait(&sp[0]); /* P runs its spinner: J has blocked */
     for (int i = 2; i < n; i++) pt_spin_wait(&sp[i]);
-    pt_settle();
+    settle_parked(s, busy, n);
     ASSERT_OK(usched_stats_reset(s));
     atomic_store(&sc.go, 1);
     ASSERT_OK(usched_join(j));
