@@ -587,8 +587,7 @@ USCHED_EXPORT int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void
 USCHED_EXPORT int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *),
                                   void *arg)
 {
-    if (s && atomic_load_explicit(&s->started, memory_order_acquire) && (cpu < 0 || cpu >= s->ncpus))
-        return usched__error(EINVAL, "spawn_on: cpu %d out of range [0, %d)", cpu, s->ncpus);
+    /* spawn() checks the upper bound; -1 would mean "not bound" there. */
     if (cpu < 0) return usched__error(EINVAL, "spawn_on: cpu %d is negative", cpu);
     return spawn(s, out, cpu, fn, arg);
 }
