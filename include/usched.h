@@ -23,24 +23,37 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define USCHED_VERSION_MAJOR 0
-#define USCHED_VERSION_MINOR 1
+#define USCHED_VERSION_MINOR 2
 #define USCHED_VERSION_PATCH 0
-#define USCHED_VERSION_STRING "0.1.0"
+#define USCHED_VERSION_STRING "0.2.0"
 
 typedef struct usched usched_t;           /* one scheduler instance; several may coexist */
 typedef struct usched_task usched_task_t; /* a fiber */
 
+/* Version of the library actually loaded ("0.2.0"; USCHED_VERSION_STRING is
+ * the header's), and of the hwloc it was built with ("2.9.0", followed by
+ * " (run-time API 0x...)" when the hwloc loaded has another API version). */
+const char *usched_version(void);
+const char *usched_hwloc_version(void);
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 /* Allocates a scheduler with defaults taken from the environment
- * (USCHED_POLICY, USCHED_KNOBS, USCHED_TOPOLOGY, USCHED_CPUS). A bad
- * environment value makes usched_create fail with -EINVAL. */
+ * (USCHED_POLICY, USCHED_KNOBS, USCHED_TOPOLOGY, USCHED_CPUS, USCHED_EMULATE,
+ * USCHED_PIN, USCHED_TRACE, USCHED_SCHEDTRACE). A bad
+ * environment value makes usched_create fail with -EINVAL, the detail
+ * naming the variable; a USCHED_TOPOLOGY that cannot be loaded, or
+ * USCHED_CPUS naming CPUs the topology lacks, makes usched_start fail, as
+ * the same usched_set values do (the topology is loaded at start). */
 int usched_create(usched_t **out);
 
 /* Configures one setting before usched_start. Keys:
@@ -53,6 +66,11 @@ int usched_create(usched_t **out);
  *   "stack_size" bytes per fiber stack, suffix k or m allowed
  *   "pin"        1 to pin workers to their CPUs (default on the live machine),
  *                0 not to
+ *   "trace"      a file to write a trace to (Chrome trace / Perfetto JSON,
+ *                docs/trace.md) when the scheduler is destroyed; "" or NULL:
+ *                no trace. A file that cannot be created fails usched_start.
+ *   "schedtrace" milliseconds between one-line summaries on stderr (per CPU:
+ *                queue length, state, switches); "0": none
  * Returns -EINVAL for a bad value (detail in usched_last_error()), -EBUSY after
  * usched_start, -ENOENT for an unknown key. Knobs that may change while running
  * (see `usched knobs`) are accepted after start. */
@@ -120,18 +138,49 @@ int usched_stat_count(void);
 const char *usched_stat_name(int i);
 const char *usched_stat_desc(int i);
 
-/* Prints every counter as "name value" lines. */
+/* Prints every counter as "name value" lines, then the wake-up latency
+ * (all CPUs, then each CPU) as "wake_latency n=N p50=..ns p90=..ns p99=..ns
+ * max=..ns" lines. */
 int usched_stats_print(usched_t *s, FILE *f);
 
-/* Resets every counter to zero (running or not). */
+/* Resets every counter and the wake-up latency histograms to zero (running
+ * or not). */
 int usched_stats_reset(usched_t *s);
+
+/* Wake-up latency: the time from a wake-up decision to the woken fiber
+ * running, kept per CPU (the CPU that ran it) in a log-scale histogram at
+ * all times, for one wake-up in 16 chosen at random (every wake-up from an
+ * outside thread). Quantiles are the upper end of their bucket (at most 19%
+ * above the true value), capped at the largest value seen. */
+struct usched_wakelat {
+    uint64_t count;  /* wake-ups measured (about 1 in 16) */
+    uint64_t p50_ns, p90_ns, p99_ns, max_ns;
+    uint64_t reserved[4];
+};
+/* Fills *out for one CPU, or for all with cpu = -1. -EINVAL for a CPU out of
+ * range, -ESRCH before usched_start. */
+int usched_wakelat(usched_t *s, int cpu, struct usched_wakelat *out);
+
+/* Names the calling fiber in traces (docs/trace.md): 1 to USCHED_NAME_MAX
+ * printable characters, no quote or backslash (-EINVAL otherwise); -EPERM
+ * outside a fiber. Without tracing it checks the name and does nothing. */
+#define USCHED_NAME_MAX 63
+int usched_set_name(const char *name);
 
 /* ---- topology ------------------------------------------------------------- */
 
 /* Loads a topology (input as the "topology" key, cpus as the "cpus" key) and
- * prints it to f in `format`: "tree", "dfly" or "json". Nothing is printed on
- * failure: -ENOENT (missing path), -EINVAL (bad input, cpus or format). */
+ * prints it to f in `format`: "tree", "dfly", "json", or "emulate" (the real
+ * CPU each virtual CPU runs on under the "emulate" setting; a virtual
+ * topology only). Nothing is printed on failure: -ENOENT (missing path),
+ * -EINVAL (bad input, cpus or format; "emulate" of this machine). */
 int usched_topo_print(FILE *f, const char *input, const char *cpus, const char *format);
+
+/* Prints one line on the cgroup CPU quota a scheduler started on this
+ * topology would obey (docs/quota.md): "quota: none: <why>", "quota:
+ * ignored: <file and problem>", or the limit, its file, and the workers and
+ * CPUs chosen. Errors as usched_topo_print. */
+int usched_quota_print(FILE *f, const char *input, const char *cpus);
 
 /* ---- blocking primitives ------------------------------------------------- */
 /*
@@ -244,6 +293,69 @@ int usched_wg_destroy(usched_wg_t *w);
 int usched_wg_add(usched_wg_t *w, int n);
 int usched_wg_done(usched_wg_t *w); /* usched_wg_add(w, -1) */
 int usched_wg_wait(usched_wg_t *w);
+
+/* ---- I/O ----------------------------------------------------------------- */
+/*
+ * Fibers wait for sockets, pipes and other pollable fds without blocking
+ * their CPU: a call that would block parks the fiber, the CPU runs other
+ * fibers, and the fiber is woken through the placement policy when the fd is
+ * ready (docs/io.md). Regular files, which cannot be polled, are read and
+ * written on the offload pool.
+ *
+ * Every call returns a count, or 0 on success, or a negative errno; none sets
+ * errno and none raises SIGPIPE (a write to a closed peer returns -EPIPE).
+ * timeout_ns: 0 only tries (-EAGAIN instead of waiting), USCHED_FOREVER
+ * waits without a limit, any other value returns -ETIMEDOUT once that many
+ * nanoseconds have passed. Data that arrives as a timeout fires stays in the
+ * fd for the next call. Called from a plain thread (not a fiber), each call
+ * blocks that thread, with the same results.
+ *
+ * usched makes every fd it is given non-blocking on first use. An fd used
+ * with these calls must be closed with usched_close (as Go's os.File is
+ * closed through the runtime), so that waiters are woken and a reused fd
+ * number starts afresh; fds returned by usched_accept and usched_socket
+ * start afresh in any case. An fd is watched by the poller of the scheduler
+ * whose fiber first waited on it.
+ */
+#define USCHED_FOREVER UINT64_MAX
+
+/* Reads up to len bytes: >0 bytes read, 0 at end of file. */
+ssize_t usched_read(int fd, void *buf, size_t len, uint64_t timeout_ns);
+/* Writes all len bytes. If an error or the timeout stops it after some bytes,
+ * returns the count written; a negative errno only when nothing was. */
+ssize_t usched_write(int fd, const void *buf, size_t len, uint64_t timeout_ns);
+ssize_t usched_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t timeout_ns);
+ssize_t usched_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t timeout_ns); /* all, as write */
+/* recv/send flags as recv(2)/send(2); MSG_NOSIGNAL is always added to send. */
+ssize_t usched_recv(int fd, void *buf, size_t len, int flags, uint64_t timeout_ns);
+ssize_t usched_send(int fd, const void *buf, size_t len, int flags, uint64_t timeout_ns); /* all, as write */
+/* Datagram calls: one message each (sendto sends it whole or fails). */
+ssize_t usched_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+                        socklen_t *addrlen, uint64_t timeout_ns);
+ssize_t usched_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *addr,
+                      socklen_t addrlen, uint64_t timeout_ns);
+/* Accepts a connection; the new fd is non-blocking and close-on-exec. addr
+ * and addrlen may be NULL. */
+int usched_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, uint64_t timeout_ns);
+/* Connects fd; 0 once connected, the connection's error (-ECONNREFUSED...)
+ * otherwise. After -ETIMEDOUT the socket is left half-connected: close it. */
+int usched_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t timeout_ns);
+/* A socket(2) that is non-blocking and close-on-exec. */
+int usched_socket(int domain, int type, int protocol);
+/* Waits until fd is ready for events (POLLIN, POLLOUT or both); returns the
+ * ready events (POLLIN, POLLOUT, POLLHUP, POLLERR), -EAGAIN for timeout 0 when
+ * none is. */
+int usched_poll_fd(int fd, short events, uint64_t timeout_ns);
+/* Fibers blocked on fd return -EBADF promptly (outside threads within
+ * 10 ms); then the fd is closed. Returns close(2)'s result. */
+int usched_close(int fd);
+/* Runs fn(arg) on a thread of the offload pool while the calling fiber parks
+ * and its CPU runs other fibers: for blocking calls without readiness
+ * (regular files, getaddrinfo, fsync, a library that blocks). The pool grows
+ * on demand up to the offload_max knob and shrinks when idle. Outside a
+ * fiber, calls fn(arg) directly. -EINVAL for a NULL fn, -EAGAIN if no pool
+ * thread could be created. */
+int usched_offload(void (*fn)(void *), void *arg);
 
 /* ---- policies and knobs ---------------------------------------------------- */
 /* The placement policies (`usched policies`) and the knobs (`usched knobs`),

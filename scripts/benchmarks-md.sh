@@ -11,7 +11,7 @@
 #   -o  output file (default: BENCHMARKS.md; '-' for stdout)
 #   -r  runs per system (default 5)
 #   -d  --duration: length of pairs/select, cap of pingpong/spawn (default 2)
-#   -w  workloads (default: all eight)
+#   -w  workloads (default: all ten)
 #   after --, more `usched bench` arguments (e.g. --peers-dir DIR)
 set -eu
 
@@ -19,7 +19,7 @@ bin=build/usched
 out=BENCHMARKS.md
 runs=5
 dur=2
-workloads="pairs select build fib skynet pingpong yield spawn"
+workloads="pairs select build fib skynet pingpong yield spawn echo echo100"
 usage() {
     sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//' >&2
     exit 2
@@ -100,6 +100,23 @@ table() {
     }'
 }
 
+# load_sentence START END NPROC: what the machine was doing, from the 1-minute
+# load averages at start and end: quiet only when both stayed below 0.5.
+load_sentence() {
+    awk -v s="${1%% *}" -v e="${2%% *}" -v n="$3" 'BEGIN {
+        if (s == "unknown" || e == "unknown") {
+            print "The load average could not be read, so whether other work shared the machine is unknown."
+        } else if (s + 0 >= 0.5 || e + 0 >= 0.5) {
+            printf "The machine was not quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
+            printf "end, on %d CPUs, so other processes used the CPUs while the benchmark ran. The\n", n
+            print "ratios (interleaved runs) hold up better than the absolute numbers."
+        } else {
+            printf "The machine was quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
+            printf "end, on %d CPUs.\n", n
+        }
+    }'
+}
+
 : >"$tmp/losses"
 : >"$tmp/body"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
@@ -122,6 +139,7 @@ for w in $workloads; do
         echo
     } >>"$tmp/body"
 done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 
 {
     echo "# usched benchmarks"
@@ -135,14 +153,13 @@ done
     echo "usched is better than that system (its time divided by usched's, or usched's"
     echo "throughput divided by its): below 1.00x the system beats usched, marked \"loses\"."
     echo "pingpong and spawn runs are capped at the --duration (the result is per operation)."
-    echo "A load average above the CPU count below means other work shared the machine:"
-    echo "ratios (interleaved runs) hold up better than absolute numbers then."
+    load_sentence "$load_start" "$load_end" "$(nproc)"
     echo
     echo "## Machine"
     echo
     echo '```'
     echo "nproc: $(nproc)"
-    echo "load average (1, 5, 15 min) at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+    echo "load average (1, 5, 15 min) at start: $load_start; at end: $load_end"
     echo "kernel: $(uname -srm)"
     if command -v lscpu >/dev/null 2>&1; then
         lscpu | grep -E '^(Architecture|Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)|L1d|L2|L3|Hypervisor vendor|Virtualization type)' || true

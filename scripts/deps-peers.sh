@@ -9,9 +9,14 @@
 # libboost-context-dev (Boost.Fiber), g++ (C++ peers, OpenMP via libgomp),
 # librust-tokio-dev (Tokio sources in /usr/share/cargo/registry for an offline
 # cargo build; cargo itself is not taken from Debian when one is on PATH).
+# The real clients and servers of `usched bench tbench|pgbench|redis|http`:
+# dbench (tbench, tbench_srv), postgresql-15 and postgresql-client-15
+# (postgres, initdb, pgbench, psql), redis-server and redis-tools, wrk and
+# nginx-light; strace for bench/net-syscalls.sh.
 set -eu
 
-PKGS="golang-go libtbb-dev libboost-fiber-dev libboost-context-dev g++ librust-tokio-dev"
+PKGS="golang-go libtbb-dev libboost-fiber-dev libboost-context-dev g++ librust-tokio-dev
+      dbench postgresql-15 postgresql-client-15 redis-server redis-tools wrk nginx-light strace"
 # cargo: use the one on PATH (e.g. rustup's); otherwise Debian's.
 command -v cargo >/dev/null 2>&1 || PKGS="$PKGS cargo"
 

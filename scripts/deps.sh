@@ -1,24 +1,40 @@
 #!/bin/sh
 # Installs the Debian packages usched needs that are missing, and nothing else.
-#   scripts/deps.sh         to build and run: compiler, make, cmake, pkg-config, hwloc
+#   scripts/deps.sh         to build and run: compiler, make, cmake, pkg-config, hwloc,
+#                           jansson
 #   scripts/deps.sh test    also what the test suite needs
+#   scripts/deps.sh aarch64 what the aarch64 cross build and its suite under
+#                           qemu need (make aarch64; hwloc for arm64 comes
+#                           from scripts/aarch64-sysroot.sh)
 # Idempotent and quick when all is there: one dpkg-query, no apt-get at all.
 # apt-get update runs only when something is missing. Needs root (or sudo).
 set -eu
 
-base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev"
+# libjansson-dev: `usched trace` reads trace files (JSON) with jansson.
+base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libjansson-dev"
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the aarch64 context
 #   switch test, cross-built and run under qemu-aarch64;
 # valgrind: <valgrind/valgrind.h> for stack registration;
-# bzip2: tar xjf of the captured topologies in ../shared/topologies;
+# bzip2: tar xjf of the captured topologies in tests/data/topologies;
 # libudev-dev: `pkg-config --static --libs usched` names -ludev (hwloc's
 #   Libs.private), used by the install test's static link.
-test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev"
+# clang: CI's Release build with clang (-Wall -Wextra -Werror);
+# libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes (scripts/fuzz.sh);
+# groff-base, man-db: the man_pages test renders every page (groff, man -l);
+# python3: tests/trace/check_trace.py reads trace files and SVGs (json, xml);
+# dbench (tbench), postgresql-client-15 (pgbench, psql), redis-tools
+#   (redis-benchmark, redis-cli), wrk: the real clients the server tests
+#   (tests/servers) drive usched's servers with.
+test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev clang libclang-rt-14-dev groff-base man-db python3
+            dbench postgresql-client-15 redis-tools wrk"
+
+aarch64_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user bzip2"
 
 case "${1:-}" in
 "") want=$base ;;
 test) want="$base $test_extra" ;;
-*) echo "deps.sh: unknown set '$1' (use no argument, or 'test')" >&2; exit 2 ;;
+aarch64) want="$base $aarch64_extra" ;;
+*) echo "deps.sh: unknown set '$1' (use no argument, 'test' or 'aarch64')" >&2; exit 2 ;;
 esac
 
 # One query for all: a line "<name> <status>" for each package dpkg knows.

@@ -6,6 +6,7 @@
 #define USCHED_TEST_RUN_H
 
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,26 @@ static inline char *test_slurp(FILE *f)
     return buf;
 }
 
-/* Runs argv[0] with the NULL-terminated argv and env (NULL: inherit). */
-static inline struct test_run test_run_argv(const char *const *argv, char **env)
+/* Runs argv[0] with the NULL-terminated argv and env (NULL: inherit).
+ * With USCHED_TEST_EMULATOR set in the test's own environment (a command
+ * and its options, separated by spaces: the cross build sets it to its
+ * qemu-aarch64 line, tests/CMakeLists.txt), the program runs under it, since
+ * a host without binfmt_misc cannot start a foreign binary directly. */
+static inline struct test_run test_run_argv_(const char *const *argv, char **env, bool emulate)
 {
+    const char *emu = emulate ? getenv("USCHED_TEST_EMULATOR") : NULL;
+    static char emu_copy[512];
+    const char *full[64];
+    int nfull = 0;
+    if (emu && *emu) {
+        snprintf(emu_copy, sizeof emu_copy, "%s", emu);
+        for (char *save, *w = strtok_r(emu_copy, " ", &save); w && nfull < 16;
+             w = strtok_r(NULL, " ", &save))
+            full[nfull++] = w;
+    }
+    int emu_words = nfull;
+    for (int i = 0; argv[i] && nfull < 63; i++) full[nfull++] = argv[i];
+    full[nfull] = NULL;
     FILE *out = tmpfile(), *err = tmpfile();
     ASSERT(out && err);
     posix_spawn_file_actions_t fa;
@@ -46,14 +64,27 @@ static inline struct test_run test_run_argv(const char *const *argv, char **env)
     posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
     posix_spawn_file_actions_adddup2(&fa, fileno(err), 2);
     pid_t pid;
-    int r = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, env ? env : environ);
-    if (r) TEST_FAIL_("spawning %s: %s", argv[0], strerror(r));
+    int r = emu_words ? posix_spawnp(&pid, full[0], &fa, NULL, (char *const *)full, env ? env : environ)
+                      : posix_spawn(&pid, full[0], &fa, NULL, (char *const *)full, env ? env : environ);
+    if (r) TEST_FAIL_("spawning %s: %s", full[0], strerror(r));
     posix_spawn_file_actions_destroy(&fa);
     int st;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     if (!WIFEXITED(st))
         TEST_FAIL_("%s %s ... died of signal %d", argv[0], argv[1] ? argv[1] : "", WTERMSIG(st));
     return (struct test_run){WEXITSTATUS(st), test_slurp(out), test_slurp(err)};
+}
+
+static inline struct test_run test_run_argv(const char *const *argv, char **env)
+{
+    return test_run_argv_(argv, env, true);
+}
+
+/* The same for a program of the host (a Debian client such as pgbench or
+ * /usr/bin/timeout): never under USCHED_TEST_EMULATOR. */
+static inline struct test_run test_run_host_argv(const char *const *argv, char **env)
+{
+    return test_run_argv_(argv, env, false);
 }
 
 static inline void test_run_free(struct test_run r)

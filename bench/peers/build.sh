@@ -82,8 +82,12 @@ if have go; then
 	gocache=${GOCACHE:-$out/go-cache}
 	if (cd "$here/go" && GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$gocache \
 		go build -o "$out/peer-go" . >>"$log" 2>&1); then ok go; else fail go; fi
+	# the servers of `usched bench tbench|pgbench|redis|http --peers`
+	if (cd "$here/goserve" && GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$gocache \
+		go build -o "$out/peer-goserve" . >>"$log" 2>&1); then ok goserve; else fail goserve; fi
 else
 	skip go "no go toolchain: apt-get install golang-go"
+	skip goserve "no go toolchain: apt-get install golang-go"
 fi
 
 # ---- Tokio (offline, Debian's vendored crates) --------------------------------

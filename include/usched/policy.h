@@ -27,14 +27,21 @@ extern "C" {
 /* The scheduler as a policy sees it (opaque). */
 typedef struct usched_pol_ctx usched_pol_ctx_t;
 
-/* Topology levels, nearest first (see DESIGN section 4). */
+/* Topology levels, nearest first: the one list of them (the topology, the
+ * knob `scope` and the CLI name them from it). Columns: id, name, what a
+ * group of that level is. */
+#define USCHED_LEVEL_MAP(X)                                                     \
+    X(SMT, core, "a core (its SMT siblings)")                                   \
+    X(L2, l2, "an L2 cache or cluster (a core when there is none)")             \
+    X(LLC, llc, "the last-level cache (the package when there is none)")        \
+    X(PACKAGE, package, "a package (socket)")                                   \
+    X(NUMA, numa, "a NUMA node (the machine when a CPU has none)")              \
+    X(MACHINE, machine, "the whole machine")
+
 enum usched_level {
-    USCHED_LVL_SMT = 0, /* same core */
-    USCHED_LVL_L2,
-    USCHED_LVL_LLC,
-    USCHED_LVL_PACKAGE,
-    USCHED_LVL_NUMA,
-    USCHED_LVL_MACHINE,
+#define X(id, name, desc) USCHED_LVL_##id,
+    USCHED_LEVEL_MAP(X)
+#undef X
     USCHED_NLEVELS
 };
 
@@ -43,8 +50,9 @@ enum usched_level {
 #define USCHED_SEL_WAKE 0x2u    /* a blocked fiber becomes runnable */
 #define USCHED_SEL_SYNC 0x4u    /* the waker is about to block (hand-off) */
 #define USCHED_SEL_OUTSIDE 0x8u /* the caller is not a worker (waker_cpu == -1) */
-#define USCHED_SEL_YIELD 0x10u  /* re-queueing a fiber that yielded */
+/* 0x10u is not used (it once meant a yield; yields are never placed). */
 #define USCHED_SEL_EXIT 0x20u    /* with SYNC: the waker is exiting (a join), its CPU frees now */
+#define USCHED_SEL_IO 0x40u      /* with WAKE: the fiber's file descriptor became ready */
 
 /* Why a CPU was chosen: one placement counter each ("place_<name>"). */
 #define USCHED_REASON_MAP(X)                                                    \
@@ -71,11 +79,15 @@ enum usched_reason {
     USCHED_NREASONS
 };
 
-/* Where a fiber placed on the local CPU goes (enqueue_local). */
+/* Where a placed fiber is queued. */
 enum usched_slot {
-    USCHED_SLOT_TAIL = 0, /* run queue tail (FIFO) */
-    USCHED_SLOT_NEXT,     /* next slot: runs next, inherits the time slice */
-    USCHED_SLOT_HEAD,     /* run queue head (LIFO-ish; treated as NEXT when unsupported) */
+    USCHED_SLOT_TAIL = 0, /* the chosen CPU's run queue tail (FIFO) */
+    USCHED_SLOT_NEXT,     /* when the chosen CPU is the deciding one: its next
+                             slot (runs next, inherits the time slice) */
+    USCHED_SLOT_HEAD,     /* as NEXT (a run queue head is not supported) */
+    USCHED_SLOT_SHARED,   /* the shared run queue that every CPU reads; the
+                             chosen CPU is only kicked if it is parked */
+    USCHED_NSLOTS
 };
 
 /* What a policy knows about a fiber. Grows at the end only. */
@@ -103,13 +115,46 @@ struct usched_select_args {
     uint64_t reserved[4];
 };
 
-/* A select_cpu answer. */
+/* A select_cpu answer. The core fills it with cpu -1, reason FALLBACK and
+ * slot TAIL before asking. Grows at the end only. */
 struct usched_select_result {
-    int cpu;      /* where to run it */
+    int cpu;      /* where to run it (with SHARED: which CPU to kick) */
     int reason;   /* enum usched_reason, for the counters */
-    int slot;     /* enum usched_slot when cpu == waker_cpu; ignored otherwise */
-    int claimed;  /* 1 if the policy claimed an idle CPU with usched_pol_claim_idle */
+    int slot;     /* enum usched_slot: NEXT and HEAD apply when cpu is the
+                     deciding CPU (else TAIL); SHARED always */
+    uint32_t flags; /* none defined yet: zero */
+    uint64_t reserved[2];
 };
+
+/* A steal_order question: CPU `cpu` found no local work. */
+struct usched_steal_args {
+    uint32_t size;
+    uint32_t flags; /* none defined yet */
+    int cpu;        /* the thief */
+    int max;        /* room in out[] (== ncpus) */
+    uint64_t reserved[4];
+};
+
+/* A want_steal question: may `thief` take fibers from `victim`? */
+struct usched_victim_args {
+    uint32_t size;
+    uint32_t flags; /* none defined yet */
+    int thief;
+    int victim;
+    int level;      /* enum usched_level: their distance */
+    unsigned load;  /* the victim's run queue length (stealable fibers) */
+    uint64_t reserved[4];
+};
+
+/* A notification (running, stopping, idle, busy) about CPU `cpu`. */
+struct usched_cpu_event {
+    uint32_t size;
+    uint32_t flags; /* USCHED_EV_* */
+    int cpu;
+    const struct usched_task_info *task; /* running, stopping: the fiber; else NULL */
+    uint64_t reserved[4];
+};
+#define USCHED_EV_RUNNABLE 0x1u /* stopping: the fiber yielded and stays runnable */
 
 /*
  * The ops table. Every member but name and brief may be 0/NULL. Calls come
@@ -159,56 +204,58 @@ struct usched_ops {
      * the wakee's and the waker's policy state. Answer: out->cpu (the core
      * sets it to -1 first), out->reason (enum usched_reason, counted as
      * place_<reason>), out->slot (where it goes when out->cpu is the deciding
-     * CPU: next slot, head or tail; ignored otherwise), out->claimed.
+     * CPU: next slot, head or tail; the shared run queue whatever the CPU).
      * Final: the core places the fiber there, except that an answer it cannot
      * use (cpu outside [0, ncpus)) is replaced by the core's fallback (the
      * waker's CPU, else prev, else 0), counted as pol_fallback and warned
-     * about once on stderr; an unknown reason is counted as `fallback`. With
-     * USCHED_OPS_SHARED_RQ the fiber goes to the shared queue whatever the
-     * answer, and out->cpu only says which CPU to kick if it is parked.
-     * NULL: the core's fallback for every decision (spawns from outside
-     * threads then go to the global queue). */
+     * about once on stderr; an unknown reason is counted as `fallback`, an
+     * unknown slot as TAIL. With slot SHARED the fiber goes to the shared
+     * run queue, and out->cpu only says which CPU to kick if it is parked.
+     * args->flags may carry hints (USCHED_SEL_IO) that a policy is free to
+     * ignore. NULL: the core's fallback for every decision (spawns from
+     * outside threads then go to the shared run queue, any parked CPU
+     * woken). */
     void (*select_cpu)(usched_pol_ctx_t *ctx, const struct usched_select_args *args,
                        struct usched_select_result *out);
 
-    /* When: CPU `cpu` found no local work and is about to steal (on every
-     * pass of its spin loop, and once before parking). On: `cpu`. May: fill
-     * out[] with up to `max` (== ncpus) victim CPUs in the order to try and
-     * return how many; it should not list `cpu`. Final: the core tries them
+    /* When: CPU args->cpu found no local work and is about to steal (on
+     * every pass of its spin loop, and once before parking). On: that CPU,
+     * in its worker's host context (not on a fiber stack). May: fill out[]
+     * with up to args->max (== ncpus) victim CPUs in the order to try and
+     * return how many; it should not list args->cpu. Final: the core tries them
      * in that order, skipping invalid entries; a negative or too large count
      * means no victims. Not called with USCHED_OPS_SHARED_RQ or
      * USCHED_OPS_NO_STEAL, nor when knob steal is 0. NULL: the core's
      * topology order (siblings, L2, LLC, package, node, machine; the start
      * rotating inside each level). */
-    int (*steal_order)(usched_pol_ctx_t *ctx, int cpu, int *out, int max);
+    int (*steal_order)(usched_pol_ctx_t *ctx, const struct usched_steal_args *args, int *out);
 
     /* When: for each victim of the steal order that has queued fibers
-     * (victim_load = its run queue length, not counting the running fiber,
+     * (args->load = its run queue length, not counting the running fiber,
      * the next slot or bound fibers, which are never stolen). On: the thief.
      * May: read loads and knobs. Returns how many fibers to take at most: 0
      * = not from this victim, -1 = half, n > 0 = at most n (fewer than half
      * are taken one CAS each; n >= half takes half). NULL: half when
-     * the victim shares the thief's LLC, else half when victim_load >= knob
-     * steal_thresh. */
-    int (*want_steal)(usched_pol_ctx_t *ctx, int thief, int victim, int level,
-                      unsigned victim_load);
+     * the victim shares the thief's LLC, else half when args->load >= knob
+     * steal_thresh or no CPU of the victim's LLC is idle. */
+    int (*want_steal)(usched_pol_ctx_t *ctx, const struct usched_victim_args *args);
 
-    /* Notifications, on the CPU concerned, never concurrently for one CPU;
-     * they may update the policy's per-CPU state of `cpu` and the fiber's
-     * pstate, and nothing they do changes the core's decision. NULL: ignored.
-     * running: `task` starts or resumes running on `cpu` (its prev_cpu is
-     *   already `cpu`).
-     * stopping: `task` stopped running on `cpu` (yield, block or exit);
-     *   `runnable` is true for a yield. Called before a blocked fiber can be
+    /* Notifications about CPU ev->cpu, on that CPU, never concurrently for
+     * one CPU; they may update the policy's per-CPU state of ev->cpu and
+     * the fiber's pstate, and nothing they do changes the core's decision.
+     * NULL: ignored.
+     * running: ev->task starts or resumes running (its prev_cpu is already
+     *   ev->cpu).
+     * stopping: ev->task stopped running (yield, block or exit); flag
+     *   USCHED_EV_RUNNABLE for a yield. Called before a blocked fiber can be
      *   woken, so its pstate is safe to write.
-     * idle: `cpu` found no work, is published idle in the masks and is about
-     *   to spin, then park.
-     * busy: `cpu` found work after idle, and has left the idle masks. */
-    void (*running)(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task);
-    void (*stopping)(usched_pol_ctx_t *ctx, int cpu, const struct usched_task_info *task,
-                     bool runnable);
-    void (*idle)(usched_pol_ctx_t *ctx, int cpu);
-    void (*busy)(usched_pol_ctx_t *ctx, int cpu);
+     * idle: the CPU found no work, is published idle in the masks and is
+     *   about to spin, then park.
+     * busy: the CPU found work after idle, and has left the idle masks. */
+    void (*running)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
+    void (*stopping)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
+    void (*idle)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
+    void (*busy)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
 
     uint64_t reserved[8]; /* zero */
 };
@@ -225,17 +272,35 @@ int usched_policy_register(const struct usched_ops *ops);
 
 /* ops->flags */
 #define USCHED_OPS_SHARED_RQ 0x1u /* one shared FIFO run queue (4BSD, bsd4):
-                                     select_cpu only chooses which idle CPU to
-                                     kick; every non-bound fiber goes to the
-                                     shared queue. */
-#define USCHED_OPS_NO_STEAL 0x2u  /* idle CPUs never steal */
+                                     select_cpu answers slot SHARED and the
+                                     CPU to kick; a yield requeues on the
+                                     shared queue too, and no CPU steals. */
+#define USCHED_OPS_NO_STEAL 0x2u  /* idle CPUs never steal (but the stall
+                                     monitor moves the queue of a CPU that
+                                     ran one fiber for stall_us to the
+                                     shared queue: docs/monitor.md) */
 #define USCHED_OPS_TRACK_TIME 0x4u /* the core keeps run times: task info
                                        woke_ns, ran_ns and last_ran_ns, and
                                        usched_pol_cpu_current's run time since
                                        wake-up (two clock reads per switch);
                                        without it they read 0. */
+#define USCHED_OPS_SMT_RULE 0x8u  /* the core follows the policy's smt rule
+                                       where it chooses itself (with knob smt
+                                       set, on an SMT machine): the parked CPU
+                                       it wakes for new work (after a spawn
+                                       into the spawner's queue, or to chain
+                                       spinners) is one of a whole idle core
+                                       when there is one, and a thief whose
+                                       SMT sibling is busy leaves the work to
+                                       a whole idle core of its LLC, waking
+                                       one of its CPUs, instead of stealing
+                                       (counted as steal_deferred) or pulling
+                                       from the global queue (counted as
+                                       global_deferred). */
 
-/* ---- what a policy may read (all O(1) or O(mask words), lock-free) -------- */
+/* ---- what a policy may read (all O(1) or O(mask words), lock-free) --------
+ * Every CPU, level and group argument is checked: out of range, the answer is
+ * neutral (-1, NULL, false or 0) and the core warns once on stderr. */
 int usched_pol_ncpus(const usched_pol_ctx_t *ctx);
 /* Lowest level shared by two CPUs (their distance). */
 int usched_pol_level_shared(const usched_pol_ctx_t *ctx, int a, int b);
@@ -272,8 +337,9 @@ unsigned usched_pol_cpu_load(const usched_pol_ctx_t *ctx, int cpu);
  * run since it last woke (ns). */
 uint64_t usched_pol_cpu_current(const usched_pol_ctx_t *ctx, int cpu, uint64_t *ran_since_wake_ns);
 
-/* Knob value by name (see usched knobs); -1 for an unknown name. The id form
- * is faster: usched_pol_knob_id() once at init, then usched_pol_knob(). */
+/* Knob id by name (see usched knobs), -1 for an unknown name; its value.
+ * Look the id up once (at init), then read it with usched_pol_knob(), which
+ * aborts, naming the policy, on an id that is no knob's. */
 int usched_pol_knob_id(const char *name);
 int64_t usched_pol_knob(const usched_pol_ctx_t *ctx, int knob_id);
 
@@ -282,17 +348,21 @@ uint64_t usched_pol_now_ns(void);
 /* Coarse monotonic clock (a few ms resolution, a few ns to read), ns: for
  * decays and windows measured in milliseconds or more. */
 uint64_t usched_pol_now_coarse_ns(void);
-/* Per-worker pseudo-random number (call on `cpu` only). */
+/* Pseudo-random number from CPU `cpu`'s generator when called on that CPU;
+ * from the calling thread's own generator elsewhere. */
 uint32_t usched_pol_random(usched_pol_ctx_t *ctx, int cpu);
 
 /* Policy-private state: one pointer for the policy, and cpu_state_size bytes
- * per CPU (zeroed, cache-line aligned, written only on that CPU unless the
- * policy synchronises itself). */
+ * per CPU (zeroed, cache-line aligned and padded to whole lines, written only
+ * on that CPU unless the policy synchronises itself). */
 void usched_pol_set_priv(usched_pol_ctx_t *ctx, void *priv);
 void *usched_pol_priv(const usched_pol_ctx_t *ctx);
 void *usched_pol_cpu_state(const usched_pol_ctx_t *ctx, int cpu);
 
-/* Adds to a policy-specific counter ("steal" counters are the core's). */
+/* Counts one placement decision with `reason` (enum usched_reason) as the
+ * counter place_<reason>, on CPU `cpu` when called on it, else on the shared
+ * counters: for decisions a policy makes outside select_cpu (the core counts
+ * select_cpu's answers itself). */
 void usched_pol_count(usched_pol_ctx_t *ctx, int cpu, int reason);
 
 #ifdef __cplusplus

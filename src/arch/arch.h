@@ -1,5 +1,5 @@
 /*
- * Architecture leaf (DESIGN section 3): context switch, CPU relax, cycle
+ * Architecture leaf (docs/architecture.md): context switch, CPU relax, cycle
  * counter. One folder per ISA; this header chooses. Nothing here knows about
  * fibers, sanitizers or stacks beyond a stack pointer.
  */

@@ -8,19 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/fault.h"
 #include "core/core.h"
-#include "core/error.h"
-#include "core/export.h"
+#include "core/poller.h"
+#include "base/error.h"
+#include "base/export.h"
 
-void *usched__worker_main(void *arg);
-void usched__kick_all(usched_t *s);
-int usched__wait_live(usched_t *s, bool detect_deadlock);
-void usched__cancel_owaiters(usched_t *s);
 
 static int set_str(char **dst, const char *v)
 {
-    char *c = v ? strdup(v) : NULL;
+    char *c = v ? usched__strdup(v) : NULL;
     if (v && !c) return -ENOMEM;
     free(*dst);
     *dst = c;
@@ -51,6 +50,16 @@ static int check_policy(const char *v)
     if (!v || !usched__policy_find(v))
         return usched__error(EINVAL, "policy: unknown policy '%s' (see `usched policies`)",
                              v ? v : "(null)");
+    return 0;
+}
+
+/* A 0/1 setting fixed at start (pin, emulate). */
+static int set_flag(const char *key, const char *value, bool started, int *out)
+{
+    if (started) return usched__error(EBUSY, "%s: cannot change after start", key);
+    if (value && strcmp(value, "0") == 0) *out = 0;
+    else if (value && strcmp(value, "1") == 0) *out = 1;
+    else return usched__error(EINVAL, "%s: '%s' is not 0 or 1", key, value ? value : "(null)");
     return 0;
 }
 
@@ -86,14 +95,25 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
         if (rc == 0) s->stack_size = n;
         return rc;
     }
-    if (strcmp(key, "pin") == 0) {
-        if (started) return usched__error(EBUSY, "pin: cannot change after start");
-        if (value && strcmp(value, "0") == 0) s->pin = 0;
-        else if (value && strcmp(value, "1") == 0) s->pin = 1;
-        else return usched__error(EINVAL, "pin: '%s' is not 0 or 1", value ? value : "(null)");
+    if (strcmp(key, "pin") == 0) return set_flag(key, value, started, &s->pin);
+    if (strcmp(key, "emulate") == 0) return set_flag(key, value, started, &s->emulate);
+    if (strcmp(key, "trace") == 0) {
+        if (started) return usched__error(EBUSY, "trace: cannot change after start");
+        return set_str(&s->trace_path, value && *value ? value : NULL);
+    }
+    if (strcmp(key, "schedtrace") == 0) {
+        if (started) return usched__error(EBUSY, "schedtrace: cannot change after start");
+        char *end;
+        errno = 0;
+        long ms = value ? strtol(value, &end, 10) : -1;
+        if (!value || end == value || *end || errno || ms < 0 || ms > 3600000)
+            return usched__error(EINVAL, "schedtrace: '%s' is not a number of milliseconds in [0, 3600000]",
+                                 value ? value : "(null)");
+        s->schedtrace_ms = (int)ms;
         return 0;
     }
-    return usched__error(ENOENT, "set: unknown key '%s' (policy, topology, cpus, knobs, stack_size, pin)",
+    return usched__error(ENOENT, "set: unknown key '%s' (policy, topology, cpus, knobs, stack_size, pin, emulate, "
+                         "trace, schedtrace)",
                          key);
 }
 
@@ -101,7 +121,9 @@ static int apply_env(usched_t *s)
 {
     static const struct { const char *env, *key; } map[] = {
         {"USCHED_POLICY", "policy"}, {"USCHED_KNOBS", "knobs"},
-        {"USCHED_TOPOLOGY", "topology"}, {"USCHED_CPUS", "cpus"}};
+        {"USCHED_TOPOLOGY", "topology"}, {"USCHED_CPUS", "cpus"},
+        {"USCHED_EMULATE", "emulate"}, {"USCHED_PIN", "pin"}, {"USCHED_TRACE", "trace"},
+        {"USCHED_SCHEDTRACE", "schedtrace"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         const char *v = getenv(map[i].env);
         if (!v) continue;
@@ -119,7 +141,7 @@ USCHED_EXPORT int usched_create(usched_t **out)
 {
     if (!out) return usched__error(EINVAL, "create: out is NULL");
     *out = NULL;
-    usched_t *s = calloc(1, sizeof *s);
+    usched_t *s = usched__calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
     s->stack_size = USCHED_DEFAULT_STACK;
     s->pin = -1;
@@ -128,7 +150,7 @@ USCHED_EXPORT int usched_create(usched_t **out)
     pthread_mutex_init(&s->lock, NULL);
     s->pol.s = s;
     atomic_store(&s->next_id_block, 1); /* id 0 means "not a fiber" */
-    s->policy_name = strdup("usched");
+    s->policy_name = usched__strdup("usched");
     int rc = s->policy_name ? apply_env(s) : -ENOMEM;
     if (rc < 0) {
         usched_destroy(s);
@@ -143,7 +165,7 @@ static void free_workers(usched_t *s)
     if (!s->wk) return;
     for (int c = 0; c < s->ncpus; c++) {
         if (!s->wk[c]) continue;
-        usched__timers_fini(s->wk[c]);
+        usched__timers_fini(&s->wk[c]->timers);
         free(s->wk[c]->pol_state);
         free(s->wk[c]);
     }
@@ -151,12 +173,62 @@ static void free_workers(usched_t *s)
     s->wk = NULL;
 }
 
-static int pin_thread(usched_t *s, struct usched__wk *w)
+/* ---- SMT emulation (docs/emulation.md): the real CPU of each worker -------- */
+
+static int emulate_setup(usched_t *s, char *err, size_t errlen)
+{
+    if (!s->emulate) return 0;
+    int real[CPU_SETSIZE];
+    int nreal = usched__topo_allowed_cpus(real, CPU_SETSIZE);
+    if (nreal < 0) {
+        snprintf(err, errlen, "emulate: cannot read this process's CPUs");
+        return nreal;
+    }
+    if (!(s->emu_os = usched__malloc((size_t)s->ncpus * sizeof *s->emu_os))) {
+        snprintf(err, errlen, "emulate: out of memory");
+        return -ENOMEM;
+    }
+    int rc = usched__topo_emulate_map(s->topo, real, nreal, s->emu_os, err, errlen);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- end of SMT emulation ------------------------------------------------ */
+
+int usched__wk_pin(usched_t *s, struct usched__wk *w, bool llc)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(usched__topo_os_index(s->topo, w->cpu), &set);
-    return pthread_setaffinity_np(w->thread, sizeof set, &set);
+    if (llc && !s->emu_os) {
+        const uint64_t *m = usched__topo_group_mask(s->topo, TOPO_LLC, usched__topo_group(s->topo, w->cpu, TOPO_LLC));
+        for (int c = 0; c < s->ncpus; c++)
+            if (m[c / 64] & (1ull << (c % 64))) CPU_SET(usched__topo_os_index(s->topo, c), &set);
+    } else {
+        CPU_SET(s->emu_os ? s->emu_os[w->cpu] : usched__topo_os_index(s->topo, w->cpu), &set);
+    }
+    return -pthread_setaffinity_np(w->thread, sizeof set, &set);
+}
+
+/* The worker thread's entry: publishes its thread id for the monitor's run
+ * delay reads (monitor.c, C1), then runs the worker loop. */
+static void *worker_entry(void *arg)
+{
+    struct usched__wk *w = arg;
+    atomic_store_explicit(&w->tid, (int32_t)gettid(), memory_order_release);
+    return usched__worker_main(w);
+}
+
+/* A start that failed after workers were created: stop and join them. */
+static void stop_workers(usched_t *s)
+{
+    atomic_store(&s->stopping, 1);
+    usched__wk_kick_all(s);
+    for (int j = 0; j < s->ncpus; j++) {
+        if (!s->wk[j]->thread_started) continue;
+        pthread_join(s->wk[j]->thread, NULL);
+        s->wk[j]->thread_started = 0;
+    }
+    atomic_store(&s->started, 0);
+    atomic_store(&s->stopping, 0);
 }
 
 USCHED_EXPORT int usched_start(usched_t *s)
@@ -165,20 +237,43 @@ USCHED_EXPORT int usched_start(usched_t *s)
     if (atomic_load(&s->started)) return usched__error(EBUSY, "start: already started");
     s->ops = usched__policy_find(s->policy_name);
     if (!s->ops) return check_policy(s->policy_name);
+    bool pol_inited = false;
     char err[256];
-    int rc = usched__topo_load(&s->topo, s->topology, s->cpus, err, sizeof err);
-    if (rc < 0) return usched__error(-rc, "%s", err);
+    int rc = usched__trace_open(s); /* a bad trace path fails here, not at the end */
+    if (rc < 0) return rc;
+    rc = usched__topo_load(&s->topo, s->topology, s->cpus, err, sizeof err);
+    if (rc < 0) {
+        usched__trace_close(s);
+        return usched__error(-rc, "%s", err);
+    }
+    /* CPU quota (src/topo/quota.c): no more workers than a cgroup limit pays for. */
+    if (usched__knob_get(&s->knobs, USCHED_KNOB_quota) &&
+        (rc = usched__topo_apply_quota(s->topo, s->topology, NULL, err, sizeof err)) < 0) {
+        usched__topo_free(s->topo);
+        s->topo = NULL;
+        usched__trace_close(s);
+        return usched__error(-rc, "%s", err);
+    }
     s->ncpus = usched__topo_ncpus(s->topo);
+    if ((rc = emulate_setup(s, err, sizeof err)) < 0) {
+        usched__error(-rc, "%s", err);
+        goto fail;
+    }
+    /* What the policy declared, read once: the worker loop tests these. */
+    s->track_time = (s->ops->flags & USCHED_OPS_TRACK_TIME) != 0;
+    s->yield_shared = (s->ops->flags & USCHED_OPS_SHARED_RQ) != 0;
+    s->smt_rule = (s->ops->flags & USCHED_OPS_SMT_RULE) && usched__topo_smt_width(s->topo) > 1;
+    s->pol_steals = s->ncpus > 1 && !(s->ops->flags & (USCHED_OPS_NO_STEAL | USCHED_OPS_SHARED_RQ));
     if ((rc = usched__idlemask_init(&s->idle_cpus, s->ncpus)) < 0 ||
         (rc = usched__idlemask_init(&s->idle_cores, s->ncpus)) < 0)
         goto fail;
-    s->wk = calloc((size_t)s->ncpus, sizeof *s->wk);
+    s->wk = usched__calloc((size_t)s->ncpus, sizeof *s->wk);
     if (!s->wk) {
         rc = -ENOMEM;
         goto fail;
     }
     for (int c = 0; c < s->ncpus; c++) {
-        struct usched__wk *w = aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
+        struct usched__wk *w = usched__aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
         if (!w) {
             rc = -ENOMEM;
             goto fail;
@@ -188,43 +283,59 @@ USCHED_EXPORT int usched_start(usched_t *s)
         w->s = s;
         w->cpu = c;
         w->rng = 0x9e3779b9u * (unsigned)(c + 1);
+        w->lat_rng = w->rng ^ 0x5bd1e995u;
         usched__ring_init(&w->ring);
         usched__inbox_init(&w->inbox);
-        usched__timers_init(w);
-        if (s->ops->cpu_state_size && !(w->pol_state = calloc(1, s->ops->cpu_state_size))) {
-            rc = -ENOMEM;
-            goto fail;
+        usched__timers_init(&w->timers);
+        if (s->ops->cpu_state_size) {
+            /* Whole cache lines, so that two CPUs' states share none. */
+            size_t bytes = (s->ops->cpu_state_size + 63) & ~(size_t)63;
+            if (!(w->pol_state = usched__aligned_alloc(64, bytes))) {
+                rc = -ENOMEM;
+                goto fail;
+            }
+            memset(w->pol_state, 0, bytes);
         }
     }
     if (s->ops->init && (rc = s->ops->init(&s->pol)) < 0) {
         usched__error(-rc, "policy %s: init failed", s->ops->name);
         goto fail;
     }
+    pol_inited = true;
+    usched__io_start(s); /* I/O: raise RLIMIT_NOFILE (src/io) */
+    if ((rc = usched__trace_start(s)) < 0) goto fail; /* before the workers: they read s->tracing */
     atomic_store(&s->started, 1);
-    bool pin = s->pin == 1 || (s->pin == -1 && usched__topo_is_live(s->topo));
+    bool pin = s->pin == 1 || (s->pin == -1 && usched__topo_is_live(s->topo)) || s->emu_os;
+    s->pinned = pin;
     for (int c = 0; c < s->ncpus; c++) {
         struct usched__wk *w = s->wk[c];
-        if ((rc = -pthread_create(&w->thread, NULL, usched__worker_main, w)) < 0) {
+        if ((rc = -usched__thread_create(&w->thread, NULL, worker_entry, w)) < 0) {
             usched__error(-rc, "start: cannot create worker %d", c);
-            atomic_store(&s->stopping, 1);
-            usched__kick_all(s);
-            for (int j = 0; j < c; j++) pthread_join(s->wk[j]->thread, NULL);
-            for (int j = 0; j < c; j++) s->wk[j]->thread_started = 0;
-            atomic_store(&s->started, 0);
-            atomic_store(&s->stopping, 0);
+            stop_workers(s);
             goto fail;
         }
         w->thread_started = 1;
-        if (pin) pin_thread(s, w); /* best effort: a CPU may be gone */
+        if (pin) usched__wk_pin(s, w, false); /* best effort: a CPU may be gone */
+    }
+    /* The stall monitor (monitor.c), once the workers run. */
+    if ((rc = usched__monitor_start(s)) < 0) {
+        usched__error(-rc, "start: cannot start the stall monitor");
+        stop_workers(s);
+        goto fail;
     }
     return 0;
 fail:
-    if (s->ops && s->ops->exit && atomic_load(&s->started)) s->ops->exit(&s->pol);
+    usched__schedtrace_stop(s);
+    if (pol_inited && s->ops->exit) s->ops->exit(&s->pol); /* the workers are stopped */
+    usched__trace_close(s);
+    if (s->wk) usched__trace_stop(s); /* frees the buffers; the file is closed */
     free_workers(s);
     usched__idlemask_fini(&s->idle_cpus);
     usched__idlemask_fini(&s->idle_cores);
     usched__topo_free(s->topo);
     s->topo = NULL;
+    free(s->emu_os);
+    s->emu_os = NULL;
     s->ncpus = 0;
     return rc;
 }
@@ -260,21 +371,28 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
             rc = usched__error(EDEADLK, "destroy: %llu fibers were blocked forever", n);
             usched__cancel_owaiters(s);
         }
+        usched__monitor_stop(s); /* before the workers: it reads their state */
+        usched__schedtrace_stop(s);
         atomic_store(&s->stopping, 1);
-        usched__kick_all(s);
+        usched__wk_kick_all(s);
         for (int c = 0; c < s->ncpus; c++)
             if (s->wk[c]->thread_started) pthread_join(s->wk[c]->thread, NULL);
         if (s->ops->exit) s->ops->exit(&s->pol);
+        usched__io_fini(s); /* I/O: the poller, once no worker polls */
+        int trc = usched__trace_stop(s); /* writes the trace, once no worker records */
+        if (trc < 0 && rc == 0) rc = trc;
     }
     free_workers(s);
     usched__idlemask_fini(&s->idle_cpus);
     usched__idlemask_fini(&s->idle_cores);
     usched__topo_free(s->topo);
+    free(s->emu_os);
     pthread_mutex_destroy(&s->gq_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->policy_name);
     free(s->topology);
     free(s->cpus);
+    free(s->trace_path);
     free(s);
     return rc;
 }
@@ -303,6 +421,7 @@ USCHED_EXPORT int usched_stats_print(usched_t *s, FILE *f)
     if (!s || !f) return usched__error(EINVAL, "stats_print: NULL argument");
     for (int i = 0; i < USCHED_NSTATS; i++)
         fprintf(f, "%-20s %llu\n", usched__stat_name(i), (unsigned long long)stat_sum(s, i));
+    if (atomic_load(&s->started)) usched__wakelat_print(s, f);
     return 0;
 }
 
@@ -313,5 +432,6 @@ USCHED_EXPORT int usched_stats_reset(usched_t *s)
         atomic_store(&s->outside_stats.v[i], 0);
         for (int c = 0; c < s->ncpus; c++) atomic_store(&s->wk[c]->stats.v[i], 0);
     }
+    if (s->wk) usched__wakelat_reset(s);
     return 0;
 }

@@ -1,39 +1,56 @@
 /*
- * Core runtime internals shared by the files of src/core (sched.c, api.c,
- * polctx.c, timer.c). See sched.c for the design.
+ * Core runtime internals shared by the rooms of src/core. See sched.c for the
+ * design, docs/architecture.md for the map:
+ *   sched.c   the worker loop: find work, steal, spin, park, switch
+ *   queue.h   queue operations: global queue, run queue, next slot, inbox
+ *   place.c   the placement referee: asks the policy, checks and counts
+ *   idle.c    the idle-CPU and idle-core masks (one owner of the rule)
+ *   fiber.c   the fiber lifecycle: spawn, exit, join, wait
+ *   polctx.c  what a policy may read (include/usched/policy.h)
+ *   api.c     the scheduler lifecycle: create, set, start, destroy
+ *   monitor.c the stall monitor: a worker stuck in one fiber (docs/monitor.md)
+ *   timer.c, stack.c, fctx.c, knobs.c, registry.c: their own headers
  */
 #ifndef USCHED_CORE_H
 #define USCHED_CORE_H
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/atomic.h"
 #include "core/fctx.h"
 #include "core/knobs.h"
 #include "core/sched.h"
 #include "core/stack.h"
+#include "core/timer.h"
+#include "core/trace.h"
 #include "rq/rq.h"
 #include "stats/stats.h"
 #include "topo/topo.h"
 #include "usched.h"
 #include "usched/policy.h"
 
-/* ops->flags bit: the policy reads run time since wake-up (usched_pol_cpu_current),
- * so the core timestamps wake-ups and switches (costs a clock read each). */
-#ifndef USCHED_OPS_TRACK_TIME
-#define USCHED_OPS_TRACK_TIME 0x4u
-#endif
-
 #define USCHED_DEFAULT_STACK (64 * 1024)
 #define USCHED_GLOBAL_EVERY 61 /* picks between global-queue checks (Go's 61) */
-#define USCHED_STACK_CACHE 1024 /* stacks kept per CPU: a batch of 1000 spawns recycles locally */
+/* Picks between FIFO pops of the ring (the oldest fiber instead of the
+ * newest): the bound on how long the LIFO owner end can pass over a fiber
+ * while newer ones keep arriving. Not tuned; prime and apart from 61 so the
+ * two checks rarely fall on the same pick. */
+#define USCHED_FIFO_EVERY 31
 #define USCHED_TASK_MAGIC 0x75736368u /* "usch": a live task descriptor */
 #define USCHED_TASK_DEAD 0x64656164u  /* "dead": released descriptor */
 
 /* Worker state word (also the futex word the worker parks on). */
-enum { WK_RUNNING = 0, WK_SPINNING = 1, WK_PARKED = 2 };
+enum { WK_RUNNING = 0, WK_PARKED = 2,
+       WK_PARKED_POLL = 3 /* parked in the I/O poller's epoll_wait (P1', src/io/poller.c) */ };
 
 /* What the host does after a fiber switched back to it. */
 enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT };
@@ -69,32 +86,53 @@ struct usched_task {
     _Atomic uint32_t joined;    /* set by the first join */
     _Atomic uint32_t jlock;     /* protects done, joiner, owaiter */
     uint32_t done;              /* under jlock */
+    _Atomic uint32_t in_gq;     /* on the global queue: written under gq_lock,
+                                   read relaxed by a joiner (a hint) */
     struct usched_task *joiner; /* fiber waiting in join (under jlock) */
     struct usched__owaiter *owaiter; /* outside thread waiting (under jlock) */
     struct usched_task *qnext;  /* global queue / bound list link */
     struct usched_task *link;   /* wait-queue link (owner: the wait queue) */
     void *slot;                 /* blocking primitives' word */
+    uint8_t blk;                /* what it is about to block on (USCHED__TBLK_*, trace.h); owner */
     usched__stack_t stack;
     uint64_t woke_ns, ran_ns, last_ran_ns, run_start_ns;
+    uint64_t wake_ns;           /* wake-up latency: when usched__wake placed it, 0 once it ran */
     uint64_t pstate[8] __attribute__((aligned(16))); /* policy per-task state */
 };
 
-/* Per-CPU state. Cache-line aligned; fields grouped by who writes them. */
+/* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
+ * each group on lines of its own (asserted below), so that a cross-CPU
+ * wake-up (inbox, inbox_n, state) never bounces the owner's hot lines. */
 struct usched__wk {
     /* ---- queues (see rq.h for their own protocols) ---- */
     usched__ring_spmc_t ring;            /* owner push/pop, thieves steal */
     usched__inbox_mpsc_t inbox;          /* any CPU pushes, owner pops */
+    _Atomic int32_t inbox_n __attribute__((aligned(64))); /* pushers add, owner subtracts */
+    /* The inbox's consumer lock: the owner takes it around a drain, the
+     * monitor around moving a stalled CPU's inbox away (M4, monitor.c). */
+    _Atomic uint32_t inbox_lock;
+
+    /* ---- owner writes, others read (policies, thieves) ---- */
     /* next slot: owner exchanges; thieves CAS it away on their last pass */
     struct usched_task *_Atomic next __attribute__((aligned(64)));
-    _Atomic int32_t inbox_n;             /* pushers add, owner subtracts */
     _Atomic uint32_t nbound;             /* owner writes, anyone reads */
+    /* Scheduling points (monitor.c, S1-S2): odd from the start of a switch
+     * (leave) until the context switched to has finished the fiber that left
+     * (finish_prev). Owner writes (relaxed), the monitor reads. */
+    _Atomic uint32_t sched_seq;
     _Atomic(struct usched_task *) current; /* owner writes, policies read */
     _Atomic uint64_t cur_id;             /* id of `current` (owner writes) */
-    _Atomic uint64_t cur_start_ns;       /* TRACK_TIME: when the current fiber started running */
+    _Atomic uint64_t cur_start_ns;       /* time tracking: when the current fiber started running */
     _Atomic uint64_t cur_ran_ns;         /* its run time since wake before that */
+    _Atomic uint32_t next_spawn;         /* the last next-slot put was a spawn (a hint, relaxed) */
 
     /* ---- parking: state is the futex word (any CPU CASes PARKED->RUNNING) */
     _Atomic uint32_t state __attribute__((aligned(64)));
+    /* Contention (monitor.c, C1-C4): 1 while the kernel keeps this worker
+     * waiting for its CPU. The monitor writes it, anyone reads it (relaxed:
+     * a hint for spinning and placement, never needed for correctness). */
+    _Atomic uint32_t contended;
+    _Atomic int32_t tid; /* the worker's thread id: written once by it, read by the monitor */
 
     /* ---- owner only ---- */
     struct usched_task *bound_head __attribute__((aligned(64)));
@@ -108,27 +146,40 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t next_runs;
     uint32_t rng;
+    uint32_t lat_rng;                    /* wake-up latency sampling (trace.h) */
     int cpu;
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
+    int deferred;                        /* its last steal left work to a whole idle core (sched.c, S1-S4) */
     uint64_t id_next, id_end;            /* block of fiber ids */
-    struct usched_task *spill[RQ_RING_SIZE / 2 + 1]; /* ring overflow batch */
-    usched__stack_t cache[USCHED_STACK_CACHE];
-    int ncache;
+    uint64_t live_credit;                /* counted in s->live ahead (fiber.c, L1-L4) */
+    struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
+    usched__stack_cache_t stacks;
     usched__fctx_t host;
     struct usched *s;
     pthread_t thread;
     int thread_started;
 
-    /* ---- timers: heap under tlock (owner fires, any thread cancels) ---- */
-    _Atomic uint32_t tlock __attribute__((aligned(64)));
-    _Atomic uint32_t ntimers;
-    usched__timer_t **theap;
-    int tcap;
+    /* ---- timers: heap under its lock (owner fires, any thread cancels) ---- */
+    usched__timers_t timers __attribute__((aligned(64)));
 
     usched__stats_t stats __attribute__((aligned(64))); /* owner writes */
-    void *pol_state;
+    usched__lat_t lat;       /* wake-up latency of the fibers it ran (owner writes) */
+    struct usched__tbuf tbuf; /* trace events (owner only; trace.h) */
+    void *pol_state; /* ops->cpu_state_size bytes, cache-line aligned */
 };
+
+/* Lines written by other CPUs never hold owner-written fields. */
+#define WK_LINE(f) (offsetof(struct usched__wk, f) / 64)
+_Static_assert(WK_LINE(inbox_n) != WK_LINE(current) && WK_LINE(inbox_n) != WK_LINE(inbox.tail),
+               "usched__wk: inbox_n shares a line with owner-written fields");
+_Static_assert(WK_LINE(state) != WK_LINE(current) && WK_LINE(state) != WK_LINE(bound_head),
+               "usched__wk: the parking state shares a line with owner-written fields");
+_Static_assert(WK_LINE(timers) != WK_LINE(thread_started) && WK_LINE(timers) != WK_LINE(stats),
+               "usched__wk: the timer lock shares a line with owner-only fields");
+_Static_assert(WK_LINE(next) == WK_LINE(cur_ran_ns) && WK_LINE(next) != WK_LINE(inbox_n),
+               "usched__wk: the owner-published fields must share one line of their own");
+#undef WK_LINE
 
 struct usched {
     /* configuration (before start) */
@@ -137,6 +188,12 @@ struct usched {
     char *cpus;
     size_t stack_size;
     int pin; /* -1 auto (live machine only), 0, 1 */
+    /* Where the monitor reads run delays: NULL for each worker's
+     * /proc/self/task/TID/schedstat; tests point it at a directory holding
+     * one captured schedstat line per CPU, named by the CPU (monitor.c). */
+    const char *schedstat_dir;
+    int emulate;   /* 1: SMT emulation (docs/emulation.md) */
+    int *emu_os;   /* [cpu] real CPU under emulation, NULL otherwise */
     usched__knobs_t knobs;
 
     /* set at start, then read-only */
@@ -148,6 +205,12 @@ struct usched {
     usched__idlemask_t idle_cores; /* the bits of every CPU of a fully idle core */
     struct usched_pol_ctx pol;
     void *pol_priv;
+    bool track_time;   /* USCHED_OPS_TRACK_TIME: keep run times */
+    bool yield_shared; /* USCHED_OPS_SHARED_RQ: a yield requeues on the global queue */
+    bool pol_steals;   /* idle CPUs may steal (more than one CPU, no NO_STEAL or SHARED_RQ) */
+    bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
+    bool tracing;      /* trace events are recorded (trace.h): set before the workers start */
+    bool pinned;       /* each worker pinned to its CPU at start (api.c) */
     _Atomic int started;
     _Atomic int stopping;
 
@@ -157,9 +220,11 @@ struct usched {
     _Atomic uint32_t gq_n;                 /* written under gq_lock, read by all */
 
     _Atomic uint32_t nspinning __attribute__((aligned(64)));
-    _Atomic uint32_t nparked;   /* workers in PARKED (see find_work) */
+    _Atomic uint32_t nparked;   /* workers in PARKED or PARKED_POLL (see find_work) */
+    _Atomic uint32_t mon_idle;  /* futex: 1 while the monitor sleeps (monitor.c, M1-M3) */
     _Atomic uint32_t waking;    /* a wakep wake-up is in flight */
-    _Atomic uint64_t live __attribute__((aligned(64))); /* fibers not yet exited */
+    /* fibers not yet exited, plus every worker's live_credit (fiber.c) */
+    _Atomic uint64_t live __attribute__((aligned(64)));
     _Atomic uint32_t live_seq;  /* futex: bumped when live drops to 0 */
     _Atomic uint32_t nwaiting;  /* outside threads in usched_wait */
     _Atomic uint64_t next_id_block;
@@ -168,53 +233,126 @@ struct usched {
     struct usched__owaiter *owaiters;
     int warned_fallback;
     usched__stats_t outside_stats; /* outside threads: atomic adds */
+
+    /* The I/O poller (src/io), created by the first I/O wait (CAS); opaque
+     * to the core, which only calls the hooks of core/poller.h. */
+    struct usched__io *_Atomic io;
+
+    /* The stall monitor (monitor.c, docs/monitor.md); NULL before start. */
+    struct usched__mon *mon;
+    /* Tracing (trace.c): configuration, the file opened at start, the
+     * outside threads' buffer (under its lock), the periodic summary. */
+    char *trace_path;
+    FILE *trace_f;
+    uint64_t trace_t0;
+    struct usched__tbuf tout;
+    int schedtrace_ms;
+    int st_started, st_stop; /* st_stop under st_lock */
+    pthread_t st_thread;
+    pthread_mutex_t st_lock;
+    pthread_cond_t st_cond;
 };
 
 /* Worker of the calling thread (NULL outside workers). Never inlined, so a
  * fiber that migrated between threads re-reads the thread pointer. */
 struct usched__wk *usched__self_wk(void);
 
-/* Policy registry (src/policy). */
+static inline long usched__futex(_Atomic uint32_t *addr, int op, uint32_t val,
+                                 const struct timespec *ts)
+{
+    return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
+}
+
+/* Counts on the deciding worker w, or on the shared outside counters when
+ * the caller is not one of s's workers. */
+static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int id)
+{
+    if (w && w->s == s)
+        usched__stat_add(&w->stats, id, 1);
+    else
+        usched__stat_add_atomic(&s->outside_stats, id, 1);
+}
+
+/* Wake-up latency (trace.h): is this wake-up, decided on w (NULL: an outside
+ * thread, always measured), one of the 1 in USCHED__LAT_EVERY measured?
+ * xorshift32 on the owner's own state, so a regular pattern of wake-ups (a
+ * ping-pong pair) is not sampled in step with it. */
+static inline bool usched__lat_sample(struct usched__wk *w)
+{
+    if (!w) return true;
+    uint32_t x = w->lat_rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    w->lat_rng = x;
+    return (x & (USCHED__LAT_EVERY - 1)) == 0;
+}
+
+/* ---- the rooms' interfaces --------------------------------------------------- */
+
+/* Policy registry (registry.c). */
 const struct usched_ops *usched__policy_find(const char *name);
 int usched__policy_count(void);
 const struct usched_ops *usched__policy_at(int i);
 
-/* Timers (timer.c), called by the owning worker. */
-void usched__timers_init(struct usched__wk *w);
-void usched__timers_fini(struct usched__wk *w);
-void usched__timers_run(struct usched__wk *w, uint64_t now);
-uint64_t usched__timers_next(struct usched__wk *w); /* UINT64_MAX if none */
+/* Worker loop (sched.c). */
+void *usched__worker_main(void *arg);
+bool usched__wk_wake_parked(struct usched *s, struct usched__wk *from, int cpu); /* W3 */
+void usched__wk_wakep(struct usched *s, struct usched__wk *from, int near);
+void usched__wk_kick_all(struct usched *s);
+void usched__fiber_entry(void *arg);
 
-/* Idle masks (sched.c). */
-void usched__mark_idle(struct usched *s, int cpu);
-void usched__mark_busy(struct usched *s, int cpu);
+/* Fiber lifecycle (fiber.c). */
+void usched__fiber_exit(struct usched *s, struct usched__wk *w, struct usched_task *t);
+int usched__wait_live(struct usched *s, bool detect_deadlock);
+/* L3 (fiber.c): a worker out of local work gives its live credit back. */
+void usched__live_flush(struct usched *s, struct usched__wk *w);
+void usched__cancel_owaiters(struct usched *s);
 
-/* A full (StoreLoad) fence for the Dekker-style protocols (parking P2,
- * waking W2). TSan does not model fences, so under TSan it is a seq_cst
- * read-modify-write, which TSan sees as synchronisation. */
-#if !defined(__SANITIZE_THREAD__) && defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define __SANITIZE_THREAD__ 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-extern _Atomic uint32_t usched__fence_word;
-#define usched__full_fence() atomic_fetch_add_explicit(&usched__fence_word, 0, memory_order_seq_cst)
-#else
-#define usched__full_fence() atomic_thread_fence(memory_order_seq_cst)
-#endif
+/* Placement (place.c). */
+void usched__place(struct usched *s, struct usched_task *t, unsigned flags);
+void usched__task_info_fill(const struct usched_task *t, struct usched_task_info *ti,
+                            uint32_t flags);
+/* Reports, once per scheduler, a policy answer or query the core could not
+ * use (the core then falls back). */
+void usched__pol_warn(struct usched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static inline void usched__spin_lock(_Atomic uint32_t *l)
+/* The stall monitor (monitor.c). start: 0 or -ENOMEM/-EAGAIN; stop joins
+ * it (before the workers stop); wake is W-M (a worker left PARKED). */
+int usched__monitor_start(struct usched *s);
+void usched__monitor_stop(struct usched *s);
+void usched__monitor_wake(struct usched *s);
+static inline void usched__monitor_wake_idle(struct usched *s)
 {
-    for (;;) {
-        if (!atomic_exchange_explicit(l, 1, memory_order_acquire)) return;
-        while (atomic_load_explicit(l, memory_order_relaxed)) usched__cpu_relax();
-    }
+    if (atomic_load_explicit(&s->mon_idle, memory_order_seq_cst)) usched__monitor_wake(s);
 }
-
-static inline void usched__spin_unlock(_Atomic uint32_t *l)
+/* Contention (monitor.c, C1-C4): the worker's CPU is contended; it parks
+ * without spinning, stays out of the idle masks, and wakep passes it over. */
+static inline bool usched__wk_contended(const struct usched__wk *w)
 {
-    atomic_store_explicit(l, 0, memory_order_release);
+    return atomic_load_explicit(&w->contended, memory_order_relaxed) != 0;
 }
+/* Pins w's thread to its CPU, or with `llc` to every CPU of its LLC
+ * (api.c). 0 or a negative errno. */
+int usched__wk_pin(struct usched *s, struct usched__wk *w, bool llc);
+/* Tracing and wake-up latency (trace.c). */
+int usched__trace_open(struct usched *s);
+void usched__trace_close(struct usched *s);
+void usched__wakelat_print(struct usched *s, FILE *f);
+void usched__wakelat_reset(struct usched *s);
+
+/* Idle masks (idle.c): the one owner of the idle-CPU and idle-core rule. */
+void usched__idle_set(struct usched *s, int cpu);
+void usched__idle_clear(struct usched *s, int cpu);
+bool usched__idle_claim(struct usched *s, int cpu);
+/* cpu has a busy SMT sibling while a whole core of its LLC is idle (the
+ * smt_busy_sibling judgement). */
+bool usched__idle_beside_busy(struct usched *s, int cpu);
+/* The policy's smt rule applies to the core's own choices (wakep, steal):
+ * USCHED_OPS_SMT_RULE, an SMT machine, knob smt set. */
+bool usched__idle_smt_rule(struct usched *s);
+/* Under the smt rule, when cpu has a busy sibling: a CPU of a whole idle
+ * core of cpu's LLC, the one new work should go to instead; else -1. */
+int usched__idle_core_instead(struct usched *s, int cpu);
 
 #endif

@@ -5,7 +5,9 @@
  *
  * Each worker thread has one "host" fctx (its own OS stack) made with
  * usched__fctx_host(); fibers get one from usched__fctx_make(). A switch goes
- * host -> fiber -> host (fibers never switch to each other directly).
+ * from the host to a fiber, from a fiber back to the host, or straight from
+ * one fiber to the next one of its CPU (see "Switching" in core/sched.c); the
+ * sanitizer hooks handle all three.
  */
 #ifndef USCHED_FCTX_H
 #define USCHED_FCTX_H

@@ -1,19 +1,19 @@
-/* The knob table and its parser. */
+/* The knob table, its parser, and the public knob API (usched knobs). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/knobs.h"
+#include "base/fault.h"
+#include "base/error.h"
+#include "base/export.h"
+#include "core/core.h"
 
 const struct usched__knob_info usched__knob_table[USCHED_NKNOBS] = {
 #define X(n, type, def, min, max, rt, pols, desc) {#n, type, def, min, max, rt, pols, desc},
     USCHED_KNOBS_MAP(X)
 #undef X
 };
-
-static const char *const level_names[] = {"core", "l2", "llc", "package", "numa", "machine"};
 
 void usched__knobs_default(usched__knobs_t *k)
 {
@@ -30,8 +30,8 @@ int usched__knob_lookup(const char *name)
 
 const char *usched__knob_format(int knob, int64_t v, char *buf, size_t len)
 {
-    if (usched__knob_table[knob].type == KNOB_LEVEL && v >= 0 && v < 6)
-        snprintf(buf, len, "%s", level_names[v]);
+    if (usched__knob_table[knob].type == KNOB_LEVEL && v >= 0 && v < TOPO_NLEVELS)
+        snprintf(buf, len, "%s", usched__topo_level_name((int)v));
     else
         snprintf(buf, len, "%lld", (long long)v);
     return buf;
@@ -41,11 +41,11 @@ static int parse_value(int id, const char *val, int64_t *out)
 {
     const struct usched__knob_info *ki = &usched__knob_table[id];
     if (ki->type == KNOB_LEVEL) {
-        for (int l = 0; l < 6; l++)
-            if (strcmp(val, level_names[l]) == 0) {
-                *out = l;
-                return 0;
-            }
+        int l = usched__topo_level_of(val);
+        if (l >= 0) {
+            *out = l;
+            return 0;
+        }
         return usched__error(EINVAL,
                              "knobs: %s: '%s' is not a level (core, l2, llc, package, numa, machine)",
                              ki->name, val);
@@ -67,7 +67,7 @@ int usched__knobs_parse(usched__knobs_t *k, const char *spec, bool running)
     if (!spec) return usched__error(EINVAL, "knobs: no value");
     int64_t vals[USCHED_NKNOBS];
     bool set[USCHED_NKNOBS] = {0};
-    char *copy = strdup(spec);
+    char *copy = usched__strdup(spec);
     if (!copy) return -ENOMEM;
     int rc = 0;
     char *save = NULL;
@@ -96,5 +96,51 @@ int usched__knobs_parse(usched__knobs_t *k, const char *spec, bool running)
     if (rc < 0) return rc;
     for (int i = 0; i < USCHED_NKNOBS; i++)
         if (set[i]) atomic_store_explicit(&k->v[i], vals[i], memory_order_relaxed);
+    return 0;
+}
+
+/* ---- public API ------------------------------------------------------------ */
+
+USCHED_EXPORT int usched_knob_count(void)
+{
+    return USCHED_NKNOBS;
+}
+
+USCHED_EXPORT int usched_knob_info(int i, struct usched_knob_info *out)
+{
+    static const char *const types[] = {[KNOB_BOOL] = "bool", [KNOB_INT] = "int",
+                                        [KNOB_LEVEL] = "level"};
+    if (!out) return usched__error(EINVAL, "knob_info: out is NULL");
+    if (i < 0 || i >= USCHED_NKNOBS)
+        return usched__error(EINVAL, "knob_info: index %d out of range [0, %d)", i, USCHED_NKNOBS);
+    const struct usched__knob_info *k = &usched__knob_table[i];
+    memset(out, 0, sizeof *out);
+    out->name = k->name;
+    out->type = types[k->type];
+    out->def = k->def;
+    out->min = k->min;
+    out->max = k->max;
+    out->runtime = k->runtime;
+    out->policies = k->policies;
+    out->desc = k->desc;
+    usched__knob_format(i, k->def, out->def_text, sizeof out->def_text);
+    if (k->type == KNOB_LEVEL) {
+        char lo[16], hi[16]; /* level names are short */
+        usched__knob_format(i, k->min, lo, sizeof lo);
+        usched__knob_format(i, k->max, hi, sizeof hi);
+        snprintf(out->range_text, sizeof out->range_text, "%s..%s", lo, hi);
+    } else {
+        snprintf(out->range_text, sizeof out->range_text, "%lld..%lld", (long long)k->min,
+                 (long long)k->max);
+    }
+    return 0;
+}
+
+USCHED_EXPORT int usched_knob_get(usched_t *s, const char *name, int64_t *value)
+{
+    if (!s || !name || !value) return usched__error(EINVAL, "knob_get: NULL argument");
+    int id = usched__knob_lookup(name);
+    if (id < 0) return usched__error(EINVAL, "knob_get: unknown knob '%s' (see `usched knobs`)", name);
+    *value = usched__knob_get(&s->knobs, id);
     return 0;
 }

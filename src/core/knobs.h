@@ -1,9 +1,30 @@
 /*
- * Knobs (DESIGN section 6): named runtime tunables, like sysctls, described
+ * Knobs (docs/policies.md): named runtime tunables, like sysctls, described
  * once in USCHED_KNOBS_MAP. The table drives usched_set(s, "knobs", ...), the
  * USCHED_KNOBS environment variable, `usched knobs`, and the policies'
  * usched_pol_knob(). Columns: name, type, default, min, max, whether it may
  * change while running, which policies read it, description.
+ *
+ * Evidence for the defaults (STYLE 18):
+ *   spin_us 50   a cross-CPU ping-pong round trip costs ~1.1 us while the
+ *                partner spins and ~100 us when every message parks it and
+ *                needs a futex wake-up (docs/sync.md, 2-vCPU EPYC VM), so
+ *                50 us covers dozens of round trips yet stays below the cost
+ *                of one parked round trip. Not swept over other values.
+ *   next_cap 3   Go lets a hand-off chain inherit the time slice without a
+ *                count; 3 bounds a ping-pong pair so the ring behind it runs
+ *                (policy_pairs checks no starvation). Not swept.
+ *   stall_us 10000  Go's sysmon retakes a P whose goroutine ran 10 ms
+ *                (forcePreemptNS); docs/monitor.md. Not swept.
+ *   contend_pct 25  a worker spinning or computing beside one busy process
+ *                at equal weight waits about half of its runnable time (the
+ *                kernel shares the CPU fairly); one alone on its CPU waits
+ *                only its wake-up latency. 25 sits between. On the shared
+ *                2-vCPU VM, fib with --noise 1 read 30-85% per 5 ms look.
+ *                Not swept.
+ *   contend_pin 1  BENCHMARKS.md, "Noisy neighbour" (contend_pin=1 vs 0).
+ *   steal_thresh 2, affinity_us 1000: ULE's defaults (kern.sched.steal_thresh,
+ *                affinity = 1 ms per cache level at hz=1000).
  */
 #ifndef USCHED_KNOBS_H
 #define USCHED_KNOBS_H
@@ -22,6 +43,8 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
       "keep sync pairs on one CPU and wake near the waker")                       \
     X(scope, KNOB_LEVEL, 5, 0, 5, 1, "usched",                                    \
       "widest level a wake-up searches for an idle CPU: core, l2, llc, package, numa, machine") \
+    X(util_gate, KNOB_BOOL, 1, 0, 1, 1, "usched",                                 \
+      "skip a wake-up's idle search inside a busy LLC (SIS_UTIL on a running average)") \
     X(steal, KNOB_BOOL, 1, 0, 1, 1, "usched,linux,ule",                           \
       "idle CPUs steal runnable fibers from busy ones")                           \
     X(steal_thresh, KNOB_INT, 2, 1, 256, 1, "usched,ule",                         \
@@ -33,7 +56,25 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
     X(affinity_us, KNOB_INT, 1000, 0, 1000000, 1, "ule",                          \
       "cache affinity window per cache level, microseconds (ULE's affinity)")     \
     X(wake_wide_factor, KNOB_INT, 0, 0, 4096, 1, "linux,usched",                  \
-      "wakee-flips factor for wake_wide (0 = the LLC size, as Linux)")
+      "wakee-flips factor for wake_wide (0 = the LLC size, as Linux)")           \
+    X(io_tick, KNOB_INT, 61, 0, 1000000, 1, "all",                                \
+      "picks between I/O polls on a busy CPU (Tokio's 61; 0 = the time bound only)") \
+    X(io_poll_us, KNOB_INT, 10000, 100, 10000000, 1, "all",                       \
+      "microseconds without an I/O poll after which a busy CPU polls (Go's sysmon: 10 ms)") \
+    X(offload_max, KNOB_INT, 64, 1, 4096, 1, "all",                               \
+      "threads the offload pool may grow to (blocking calls, regular files)")     \
+    X(offload_idle_ms, KNOB_INT, 10000, 1, 3600000, 1, "all",                     \
+      "milliseconds an offload thread waits idle before it exits") \
+    X(quota, KNOB_BOOL, 1, 0, 1, 0, "all",                                        \
+      "run no more workers than the cgroup CPU quota pays for (docs/quota.md)") \
+    X(stall_us, KNOB_INT, 10000, 0, 10000000, 1, "all",                           \
+      "microseconds a worker may run one fiber without a scheduling point before the monitor serves its CPU elsewhere (0 = off; docs/monitor.md)") \
+    X(stall_warn, KNOB_BOOL, 0, 0, 1, 1, "all",                                   \
+      "warn on stderr, once per fiber, when a fiber stalls its worker (docs/monitor.md)") \
+    X(contend_pct, KNOB_INT, 25, 0, 100, 1, "all",                               \
+      "run delay, in percent of the time between two looks, above which the monitor counts a worker as contended (0 = off; docs/monitor.md)") \
+    X(contend_pin, KNOB_INT, 1, 0, 1, 1, "all",                                  \
+      "1: widen a contended pinned worker's affinity to its LLC until it is uncontended; 0: keep it pinned (docs/monitor.md)")
 
 enum usched__knob {
 #define X(name, type, def, min, max, rt, pols, desc) USCHED_KNOB_##name,

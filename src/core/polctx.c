@@ -1,14 +1,35 @@
 /*
  * What a policy may read and do (include/usched/policy.h): thin, lock-free
- * views of the topology, the idle masks and the per-CPU loads.
+ * views of the topology, the idle masks and the per-CPU loads. The core
+ * distrusts the policy (STYLE 8): every CPU, level and group argument is
+ * checked; an out-of-range one gets a neutral answer (-1, NULL, false or 0)
+ * and a warning, once per scheduler. Reading a knob that does not exist is a
+ * bug in the policy and aborts with its name.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/export.h"
 #include "core/core.h"
-#include "core/export.h"
 
 #define S(ctx) ((ctx)->s)
+
+static bool bad(const usched_pol_ctx_t *ctx, const char *fn, const char *what, int v, int n)
+{
+    usched__pol_warn(S(ctx), "called %s with %s %d outside [0, %d)", fn, what, v, n);
+    return true;
+}
+
+/* True (and warned) when an argument is out of range. */
+#define BAD_CPU(ctx, cpu) ((unsigned)(cpu) >= (unsigned)S(ctx)->ncpus && \
+                           bad(ctx, __func__, "cpu", cpu, S(ctx)->ncpus))
+#define BAD_LEVEL(ctx, level) ((unsigned)(level) >= USCHED_NLEVELS && \
+                               bad(ctx, __func__, "level", level, USCHED_NLEVELS))
+#define BAD_GROUP(ctx, level, g) \
+    (BAD_LEVEL(ctx, level) || \
+     ((unsigned)(g) >= (unsigned)usched__topo_ngroups(S(ctx)->topo, level) && \
+      bad(ctx, __func__, "group", g, usched__topo_ngroups(S(ctx)->topo, level))))
 
 USCHED_EXPORT int usched_pol_ncpus(const usched_pol_ctx_t *ctx)
 {
@@ -17,16 +38,19 @@ USCHED_EXPORT int usched_pol_ncpus(const usched_pol_ctx_t *ctx)
 
 USCHED_EXPORT int usched_pol_level_shared(const usched_pol_ctx_t *ctx, int a, int b)
 {
+    if (BAD_CPU(ctx, a) || BAD_CPU(ctx, b)) return -1;
     return usched__topo_level_shared(S(ctx)->topo, a, b);
 }
 
 USCHED_EXPORT int usched_pol_group(const usched_pol_ctx_t *ctx, int cpu, int level)
 {
+    if (BAD_CPU(ctx, cpu) || BAD_LEVEL(ctx, level)) return -1;
     return usched__topo_group(S(ctx)->topo, cpu, level);
 }
 
 USCHED_EXPORT int usched_pol_ngroups(const usched_pol_ctx_t *ctx, int level)
 {
+    if (BAD_LEVEL(ctx, level)) return 0;
     return usched__topo_ngroups(S(ctx)->topo, level);
 }
 
@@ -37,21 +61,25 @@ USCHED_EXPORT int usched_pol_mask_words(const usched_pol_ctx_t *ctx)
 
 USCHED_EXPORT const uint64_t *usched_pol_group_mask(const usched_pol_ctx_t *ctx, int level, int group)
 {
+    if (BAD_GROUP(ctx, level, group)) return NULL;
     return usched__topo_group_mask(S(ctx)->topo, level, group);
 }
 
 USCHED_EXPORT int usched_pol_group_weight(const usched_pol_ctx_t *ctx, int level, int group)
 {
+    if (BAD_GROUP(ctx, level, group)) return 0;
     return usched__topo_group_weight(S(ctx)->topo, level, group);
 }
 
 USCHED_EXPORT const int *usched_pol_order(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return NULL;
     return usched__topo_order(S(ctx)->topo, cpu);
 }
 
 USCHED_EXPORT const int *usched_pol_band_end(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return NULL;
     return usched__topo_band_end(S(ctx)->topo, cpu);
 }
 
@@ -62,11 +90,13 @@ USCHED_EXPORT int usched_pol_smt_width(const usched_pol_ctx_t *ctx)
 
 USCHED_EXPORT bool usched_pol_cpu_idle(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return false;
     return usched__idlemask_test(&S(ctx)->idle_cpus, cpu);
 }
 
 USCHED_EXPORT bool usched_pol_core_idle(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return false;
     return usched__idlemask_test(&S(ctx)->idle_cores, cpu);
 }
 
@@ -86,21 +116,15 @@ USCHED_EXPORT int usched_pol_count_idle(const usched_pol_ctx_t *ctx, const uint6
 USCHED_EXPORT bool usched_pol_claim_idle(usched_pol_ctx_t *ctx, int cpu)
 {
     usched_t *s = S(ctx);
-    if (cpu < 0 || cpu >= s->ncpus) return false;
-    if (usched__idlemask_clear(&s->idle_cpus, cpu)) {
-        usched__idlemask_clear(&s->idle_cores, cpu);
-        return true;
-    }
-    struct usched__wk *w = usched__self_wk();
-    if (w && w->s == s)
-        usched__stat_add(&w->stats, USCHED_STAT_claim_collisions, 1);
-    else
-        usched__stat_add_atomic(&s->outside_stats, USCHED_STAT_claim_collisions, 1);
+    if (BAD_CPU(ctx, cpu)) return false;
+    if (usched__idle_claim(s, cpu)) return true;
+    usched__stat_inc(usched__self_wk(), s, USCHED_STAT_claim_collisions);
     return false;
 }
 
 USCHED_EXPORT unsigned usched_pol_cpu_load(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return 0;
     struct usched__wk *w = S(ctx)->wk[cpu];
     unsigned n = usched__ring_len(&w->ring);
     n += (unsigned)atomic_load_explicit(&w->inbox_n, memory_order_relaxed);
@@ -113,6 +137,8 @@ USCHED_EXPORT unsigned usched_pol_cpu_load(const usched_pol_ctx_t *ctx, int cpu)
 USCHED_EXPORT uint64_t usched_pol_cpu_current(const usched_pol_ctx_t *ctx, int cpu,
                                               uint64_t *ran_since_wake_ns)
 {
+    if (ran_since_wake_ns) *ran_since_wake_ns = 0;
+    if (BAD_CPU(ctx, cpu)) return 0;
     struct usched__wk *w = S(ctx)->wk[cpu];
     struct usched_task *t = atomic_load_explicit(&w->current, memory_order_acquire);
     if (ran_since_wake_ns) {
@@ -135,7 +161,13 @@ USCHED_EXPORT int usched_pol_knob_id(const char *name)
 
 USCHED_EXPORT int64_t usched_pol_knob(const usched_pol_ctx_t *ctx, int knob_id)
 {
-    if (knob_id < 0 || knob_id >= USCHED_NKNOBS) return -1;
+    if (knob_id < 0 || knob_id >= USCHED_NKNOBS) {
+        /* A misspelt knob name would otherwise read as -1, i.e. "true". */
+        fprintf(stderr, "usched: policy '%s' read knob id %d, which does not exist "
+                        "(an unknown name passed to usched_pol_knob_id?)\n",
+                S(ctx)->ops->name, knob_id);
+        abort();
+    }
     return usched__knob_get(&S(ctx)->knobs, knob_id);
 }
 
@@ -153,12 +185,19 @@ USCHED_EXPORT uint64_t usched_pol_now_coarse_ns(void)
 
 USCHED_EXPORT uint32_t usched_pol_random(usched_pol_ctx_t *ctx, int cpu)
 {
-    struct usched__wk *w = S(ctx)->wk[cpu];
-    uint32_t x = w->rng ? w->rng : 0x2545f491u;
+    /* The worker's generator when called on `cpu`; elsewhere (another CPU,
+     * an outside thread) a generator of the calling thread, since another
+     * worker's would be a data race. */
+    static __thread uint32_t outside;
+    struct usched__wk *w = usched__self_wk();
+    uint32_t *r = &outside;
+    if (BAD_CPU(ctx, cpu)) cpu = -1;
+    if (w && w->s == S(ctx) && w->cpu == cpu) r = &w->rng;
+    uint32_t x = *r ? *r : (uint32_t)(uintptr_t)r | 1u;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    w->rng = x;
+    *r = x;
     return x;
 }
 
@@ -174,16 +213,16 @@ USCHED_EXPORT void *usched_pol_priv(const usched_pol_ctx_t *ctx)
 
 USCHED_EXPORT void *usched_pol_cpu_state(const usched_pol_ctx_t *ctx, int cpu)
 {
+    if (BAD_CPU(ctx, cpu)) return NULL;
     return S(ctx)->wk[cpu]->pol_state;
 }
 
 USCHED_EXPORT void usched_pol_count(usched_pol_ctx_t *ctx, int cpu, int reason)
 {
     usched_t *s = S(ctx);
-    if (reason < 0 || reason >= USCHED_NREASONS) return;
+    if (BAD_CPU(ctx, cpu) || ((unsigned)reason >= USCHED_NREASONS &&
+                              bad(ctx, __func__, "reason", reason, USCHED_NREASONS)))
+        return;
     struct usched__wk *w = usched__self_wk();
-    if (w && w->s == s && w->cpu == cpu)
-        usched__stat_add(&w->stats, USCHED_STAT_place_bound + reason, 1);
-    else
-        usched__stat_add_atomic(&s->outside_stats, USCHED_STAT_place_bound + reason, 1);
+    usched__stat_inc(w && w->cpu == cpu ? w : NULL, s, USCHED_STAT_place_bound + reason);
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/timer.h"
 #include "usched.h"
 
 /* The running fiber, NULL outside fibers. */
@@ -26,37 +27,38 @@ usched_task_t *usched__current(void);
 /* Parks the running fiber; after its context is saved the worker calls
  * after(arg) (may be NULL). Returns when some waker calls usched__wake. */
 void usched__block(void (*after)(void *arg), void *arg);
+/* The same, saying what it waits for (blk: USCHED__TBLK_*, core/trace.h),
+ * which a trace shows. */
+void usched__block_on(int blk, void (*after)(void *arg), void *arg);
+
+/* Why a fiber wakes up (usched__wake's flags). They have the values of the
+ * matching USCHED_SEL_* flags of include/usched/policy.h (asserted in
+ * core/place.c), which the core passes on to the policy's select_cpu. */
+enum {
+    USCHED__WAKE_SYNC = 0x4,  /* the waker is about to block (a hand-off) */
+    USCHED__WAKE_EXIT = 0x20, /* with SYNC: the waker is exiting, its CPU frees now */
+    USCHED__WAKE_IO = 0x40,   /* the fiber's file descriptor became ready */
+};
 
 /* Makes a blocked fiber runnable, placing it through the policy.
- * flags: USCHED_SEL_SYNC when the caller is about to block itself. Callable
- * from fibers, workers' host contexts (timers) and outside threads. */
+ * flags: USCHED__WAKE_*. Callable from fibers, workers' host contexts
+ * (timers, the I/O poller) and outside threads. */
 void usched__wake(usched_task_t *t, unsigned flags);
 
 /* Per-fiber word for the blocking primitives (e.g. a wake reason, a message
  * slot pointer). Owned by whoever holds the fiber blocked. */
 void **usched__task_slot(usched_task_t *t);
-uint64_t usched__task_id(const usched_task_t *t);
 /* Intrusive link for wait queues (owned by the wait queue holding it). */
 usched_task_t **usched__task_link(usched_task_t *t);
 
-/* ---- timers: per-CPU heaps, fired by their worker in host context ------- */
-typedef struct usched__timer {
-    uint64_t deadline_ns;              /* CLOCK_MONOTONIC */
-    void (*fn)(struct usched__timer *); /* called on the owning worker */
-    int cpu;                            /* owning CPU (set by add) */
-    void *owner;                        /* owning worker (set by add) */
-    int heap_index;                     /* -1 when not queued */
-} usched__timer_t;
+/* ---- timers ------------------------------------------------------------ */
 
-/* Queues timer t on the calling fiber's CPU. -EPERM outside fibers. */
+/* Queues timer t (core/timer.h) on the calling fiber's CPU; its worker fires
+ * it from its host context. 0, -EPERM outside fibers, or -ENOMEM.
+ * usched__timer_cancel (core/timer.h) removes it from any thread. */
 int usched__timer_add(usched__timer_t *t);
-/* Removes t if still queued; returns true if it was removed before firing.
- * Any thread. Contract: false means the timer fired OR is firing right now
- * (the worker pops it under the heap lock and calls fn after releasing it),
- * so the timer's memory must stay valid until fn has returned: users publish
- * "fn is done" as fn's last access and wait for it (see src/sync/waitq.h). */
-bool usched__timer_cancel(usched__timer_t *t);
 
-uint64_t usched__now_ns(void);
+/* Trace: the running fiber is about to wait for descriptor fd (trace.c). */
+void usched__trace_io_wait(int fd);
 
 #endif

@@ -74,7 +74,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/fault.h"
+#include "base/error.h"
 #include "core/stack.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -200,7 +201,7 @@ static int light_guards(void)
     if (l >= 0)
         return l;
     size_t pg = page_size();
-    char *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+    char *p = usched__mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     l = 0;
     if (p != MAP_FAILED) {
@@ -352,7 +353,7 @@ static int pool_grow(struct pool *p, usched__stack_t *out)
     pthread_mutex_lock(&p->lock);
     if (p->cap < p->total + n) {
         size_t cap = (p->total + n) * 2;
-        uintptr_t *ent = realloc(p->ent, cap * sizeof *ent);
+        uintptr_t *ent = usched__realloc(p->ent, cap * sizeof *ent);
         if (!ent) {
             pthread_mutex_unlock(&p->lock);
             return usched__error(ENOMEM, "stack free list of %zu entries: out of memory", cap);
@@ -362,7 +363,7 @@ static int pool_grow(struct pool *p, usched__stack_t *out)
     }
     pthread_mutex_unlock(&p->lock);
 
-    char *base = mmap(NULL, n * slot, PROT_READ | PROT_WRITE,
+    char *base = usched__mmap(NULL, n * slot, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
         int e = errno;
@@ -599,7 +600,7 @@ int usched__stack_thread_init(void)
     long min = sysconf(_SC_SIGSTKSZ);
     if (min > 0 && (size_t)min * 4 > len)
         len = ((size_t)min * 4 + pg - 1) & ~(pg - 1);
-    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+    void *mem = usched__mmap(NULL, len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
         int e = errno;
@@ -631,4 +632,38 @@ void usched__stack_set_current(const usched__stack_t *st, uint64_t fiber_id)
 {
     cur_stack = st;
     cur_fiber = fiber_id;
+}
+
+/* ---- per-CPU cache ----------------------------------------------------------- */
+
+int usched__stack_cache_get(usched__stack_cache_t *c, size_t size, usched__stack_t *out)
+{
+    if (!c) return usched__stack_alloc(size, out);
+    if (!c->n) {
+        int n = usched__stack_alloc_many(size, c->v, USCHED_STACK_CACHE / 4);
+        if (n < 0) return n;
+        c->n = n;
+    }
+    *out = c->v[--c->n];
+    return 0;
+}
+
+void usched__stack_cache_put(usched__stack_cache_t *c, const usched__stack_t *st)
+{
+    if (!c) {
+        usched__stack_t copy = *st;
+        usched__stack_free(&copy);
+        return;
+    }
+    if (c->n == USCHED_STACK_CACHE) {
+        c->n -= USCHED_STACK_CACHE / 2;
+        usched__stack_free_many(&c->v[c->n], USCHED_STACK_CACHE / 2);
+    }
+    c->v[c->n++] = *st;
+}
+
+void usched__stack_cache_drain(usched__stack_cache_t *c)
+{
+    usched__stack_free_many(c->v, c->n);
+    c->n = 0;
 }

@@ -1,5 +1,5 @@
 /*
- * Fiber stacks (DESIGN section 5): reserved, not committed (an idle fiber
+ * Fiber stacks (docs/stacks.md): reserved, not committed (an idle fiber
  * costs the pages it touched). Carved from large mmap chunks so that one
  * million stacks do not need one million mappings; each stack gets a guard
  * page: a lightweight one (MADV_GUARD_INSTALL, Linux 6.13+, splits no
@@ -30,6 +30,22 @@ void usched__stack_free(usched__stack_t *st);
  * it has none) or a negative errno; free_many takes stacks of one size. */
 int usched__stack_alloc_many(size_t size, usched__stack_t *out, int n);
 void usched__stack_free_many(usched__stack_t *st, int n);
+/* A per-CPU cache of free stacks in front of the shared pool, owned by one
+ * worker: it refills and spills half of itself at a time, under one pool
+ * lock. USCHED_STACK_CACHE stacks: a batch of 1000 spawns recycles locally. */
+#define USCHED_STACK_CACHE 1024
+typedef struct usched__stack_cache {
+    int n;
+    usched__stack_t v[USCHED_STACK_CACHE];
+} usched__stack_cache_t;
+
+/* Takes a stack of `size` bytes from cache c (c NULL: from the pool). */
+int usched__stack_cache_get(usched__stack_cache_t *c, size_t size, usched__stack_t *out);
+/* Returns a stack to cache c (c NULL: to the pool). */
+void usched__stack_cache_put(usched__stack_cache_t *c, const usched__stack_t *st);
+/* Returns every stack of cache c to the pool. */
+void usched__stack_cache_drain(usched__stack_cache_t *c);
+
 /* Returns to the kernel the pages of free stacks beyond the `keep` most
  * recently freed of each size (keep < 0: the allocator's default, 4096 or
  * 256 MiB), at most `max` stacks (max < 0: all). Freeing never releases

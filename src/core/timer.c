@@ -1,27 +1,36 @@
 /*
- * Timers: one binary min-heap per CPU under a spinlock. The owning worker
- * fires due timers from its host context (between fibers, and before it
- * parks, with the futex timeout set to the earliest deadline); any thread
- * may cancel. Slack: a timer fires at its deadline plus at most the time
- * until its CPU next looks (every 16 picks while busy; at once when idle)
- * plus the kernel's futex timeout slack (~50-100 us in this VM).
+ * Timers: one binary min-heap per CPU (core/timer.h). Slack: a timer fires
+ * at its deadline plus at most the time until its CPU next looks (every 16
+ * picks while busy; at once when idle) plus the kernel's futex timeout slack
+ * (~50-100 us in this VM).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
-#include "core/core.h"
+#include "base/fault.h"
+#include "base/atomic.h"
+#include "core/timer.h"
 
-void usched__timers_init(struct usched__wk *w)
+uint64_t usched__now_ns(void)
 {
-    w->theap = NULL;
-    w->tcap = 0;
-    atomic_store(&w->ntimers, 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void usched__timers_fini(struct usched__wk *w)
+void usched__timers_init(usched__timers_t *h)
 {
-    free(w->theap);
-    w->theap = NULL;
+    h->heap = NULL;
+    h->cap = 0;
+    atomic_store(&h->n, 0);
+    atomic_store(&h->lock, 0);
+}
+
+void usched__timers_fini(usched__timers_t *h)
+{
+    free(h->heap);
+    h->heap = NULL;
 }
 
 static void swap_at(usched__timer_t **h, int a, int b)
@@ -55,11 +64,11 @@ static void sift_down(usched__timer_t **h, int n, int i)
     }
 }
 
-/* Removes index i; under tlock. */
-static void heap_remove(struct usched__wk *w, int i)
+/* Removes index i; under the heap's lock. */
+static void heap_remove(usched__timers_t *q, int i)
 {
-    int n = (int)atomic_load_explicit(&w->ntimers, memory_order_relaxed) - 1;
-    usched__timer_t **h = w->theap;
+    int n = (int)atomic_load_explicit(&q->n, memory_order_relaxed) - 1;
+    usched__timer_t **h = q->heap;
     h[i]->heap_index = -1;
     if (i != n) {
         h[i] = h[n];
@@ -67,69 +76,74 @@ static void heap_remove(struct usched__wk *w, int i)
         sift_down(h, n, i);
         sift_up(h, i);
     }
-    atomic_store_explicit(&w->ntimers, (uint32_t)n, memory_order_relaxed);
+    atomic_store_explicit(&q->n, (uint32_t)n, memory_order_relaxed);
 }
 
-int usched__timer_add(usched__timer_t *t)
+int usched__timers_add(usched__timers_t *q, usched__timer_t *t, int cpu)
 {
-    struct usched__wk *w = usched__self_wk();
-    if (!w || !w->cur) return -EPERM;
-    usched__spin_lock(&w->tlock);
-    int n = (int)atomic_load_explicit(&w->ntimers, memory_order_relaxed);
-    if (n == w->tcap) {
-        int cap = w->tcap ? 2 * w->tcap : 64;
-        usched__timer_t **h = realloc(w->theap, (size_t)cap * sizeof *h);
+    usched__spin_lock(&q->lock);
+    int n = (int)atomic_load_explicit(&q->n, memory_order_relaxed);
+    if (n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 64;
+        usched__timer_t **h = usched__realloc(q->heap, (size_t)cap * sizeof *h);
         if (!h) {
-            usched__spin_unlock(&w->tlock);
+            usched__spin_unlock(&q->lock);
             return -ENOMEM;
         }
-        w->theap = h;
-        w->tcap = cap;
+        q->heap = h;
+        q->cap = cap;
     }
-    t->cpu = w->cpu;
-    t->owner = w;
+    t->cpu = cpu;
+    t->owner = q;
     t->heap_index = n;
-    w->theap[n] = t;
-    sift_up(w->theap, n);
-    atomic_store_explicit(&w->ntimers, (uint32_t)n + 1, memory_order_relaxed);
-    usched__spin_unlock(&w->tlock);
+    q->heap[n] = t;
+    sift_up(q->heap, n);
+    atomic_store_explicit(&q->n, (uint32_t)n + 1, memory_order_relaxed);
+    usched__spin_unlock(&q->lock);
     return 0;
 }
 
 bool usched__timer_cancel(usched__timer_t *t)
 {
-    /* A queued timer stays on its worker's heap; a fired or cancelled one
-     * has heap_index -1 (set under that heap's lock). */
-    struct usched__wk *w = t->owner;
-    if (!w) return false;
-    usched__spin_lock(&w->tlock);
+    /* A queued timer stays on its CPU's heap; a fired or cancelled one has
+     * heap_index -1 (set under that heap's lock). */
+    usched__timers_t *q = t->owner;
+    if (!q) return false;
+    usched__spin_lock(&q->lock);
     bool removed = t->heap_index >= 0;
-    if (removed) heap_remove(w, t->heap_index);
-    usched__spin_unlock(&w->tlock);
+    if (removed) heap_remove(q, t->heap_index);
+    usched__spin_unlock(&q->lock);
     return removed;
 }
 
-void usched__timers_run(struct usched__wk *w, uint64_t now)
+int usched__timers_run_guarded(usched__timers_t *q, uint64_t now,
+                               bool (*may_fire)(const usched__timer_t *t, void *arg), void *arg)
 {
-    for (;;) {
-        usched__spin_lock(&w->tlock);
-        if (!atomic_load_explicit(&w->ntimers, memory_order_relaxed) ||
-            w->theap[0]->deadline_ns > now) {
-            usched__spin_unlock(&w->tlock);
-            return;
+    int fired = 0;
+    for (;; fired++) {
+        usched__spin_lock(&q->lock);
+        if (!atomic_load_explicit(&q->n, memory_order_relaxed) || q->heap[0]->deadline_ns > now ||
+            (may_fire && !may_fire(q->heap[0], arg))) {
+            usched__spin_unlock(&q->lock);
+            return fired;
         }
-        usched__timer_t *t = w->theap[0];
-        heap_remove(w, 0);
-        usched__spin_unlock(&w->tlock);
+        usched__timer_t *t = q->heap[0];
+        heap_remove(q, 0);
+        usched__spin_unlock(&q->lock);
         t->fn(t);
     }
 }
 
-uint64_t usched__timers_next(struct usched__wk *w)
+void usched__timers_run(usched__timers_t *q, uint64_t now)
 {
-    usched__spin_lock(&w->tlock);
-    uint64_t d = atomic_load_explicit(&w->ntimers, memory_order_relaxed) ? w->theap[0]->deadline_ns
-                                                                        : UINT64_MAX;
-    usched__spin_unlock(&w->tlock);
+    usched__timers_run_guarded(q, now, NULL, NULL);
+}
+
+uint64_t usched__timers_next(usched__timers_t *q)
+{
+    usched__spin_lock(&q->lock);
+    uint64_t d = atomic_load_explicit(&q->n, memory_order_relaxed) ? q->heap[0]->deadline_ns
+                                                                  : UINT64_MAX;
+    usched__spin_unlock(&q->lock);
     return d;
 }

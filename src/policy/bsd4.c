@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "policy/pol.h"
+#include "pol.h"
 #include "usched/policy.h"
 
 /* Run time since wake-up of the fiber running on cpu (USCHED_OPS_TRACK_TIME);
@@ -51,7 +51,7 @@ static void bsd4_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_ar
     bool smt = pol_smt(ctx);
     uint64_t best_ran = UINT64_MAX;
     int best = -1;
-    out->slot = USCHED_SLOT_TAIL;
+    out->slot = USCHED_SLOT_SHARED; /* every fiber goes to the shared queue */
     for (int k = 0; k < n; k++) {
         int c = (start + k) % n;
         if (!usched_pol_cpu_idle(ctx, c)) continue;

@@ -15,7 +15,7 @@
  * after a few CPUs); no cache or SMT awareness - a fiber runs on whichever
  * CPU is free, beside a busy sibling or in another LLC.
  */
-#include "policy/pol.h"
+#include "pol.h"
 #include "usched/policy.h"
 
 static void global_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
@@ -23,7 +23,7 @@ static void global_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
 {
     int ref = a->task->prev_cpu >= 0 ? a->task->prev_cpu : a->waker_cpu;
     int c = usched_pol_find_idle(ctx, NULL, 0, false);
-    out->slot = USCHED_SLOT_TAIL;
+    out->slot = USCHED_SLOT_SHARED; /* every fiber goes to the shared queue */
     if (c >= 0) {
         out->cpu = c;
         out->reason = pol_idle_reason(ctx, ref, c);

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "policy/pol.h"
+#include "pol.h"
 #include "usched/policy.h"
 
 struct linux_pstate {
@@ -73,8 +73,9 @@ static _Atomic int *linux_hint(usched_pol_ctx_t *ctx, int cpu)
 }
 
 /* __update_idle_core: a CPU entering idle on a fully idle core sets the hint. */
-static void linux_idle(usched_pol_ctx_t *ctx, int cpu)
+static void linux_idle(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev)
 {
+    int cpu = ev->cpu;
     if (usched_pol_core_idle(ctx, cpu))
         atomic_store_explicit(linux_hint(ctx, cpu), 1, memory_order_relaxed);
 }
@@ -123,15 +124,11 @@ static int linux_wake_affine(usched_pol_ctx_t *ctx, int this, int prev, bool syn
     return this_eff < prev_eff ? this : prev;
 }
 
-/* SIS_UTIL: nr_idle_scan = llc_weight * y / 1024, y = 1024 - x^2 pct^2 /
- * (10000 * 1024), x = utilisation (0..1024), pct = 117. */
+/* SIS_UTIL's budget (pol_sis_budget) from the share of busy CPUs now. */
 static int linux_scan_budget(usched_pol_ctx_t *ctx, const uint64_t *llc, int weight)
 {
     int64_t busy = weight - usched_pol_count_idle(ctx, llc);
-    int64_t x = busy * 1024 / weight;
-    int64_t y = x * x * 117 * 117 / (10000 * 1024);
-    y = 1024 - (y > 1024 ? 1024 : y);
-    return (int)(weight * y / 1024);
+    return pol_sis_budget(weight, (int)(busy * 1024 / weight));
 }
 
 /* select_idle_cpu: an idle core (unbudgeted) when the hint says one exists,
@@ -210,20 +207,20 @@ static int linux_sis(usched_pol_ctx_t *ctx, struct linux_pstate *t, int prev, in
  * unless another has more; then an idle CPU of it, else its least loaded. */
 static int linux_find_idlest(usched_pol_ctx_t *ctx, int local, int *reason)
 {
-    int ncpus = usched_pol_ncpus(ctx), rep[ncpus];
+    int ncpus = usched_pol_ncpus(ctx);
     int anchor = local >= 0 ? local : (int)(pol_rand() % (uint32_t)ncpus);
     const uint64_t *m = pol_mask(ctx, anchor, USCHED_LVL_MACHINE);
     for (int lvl = USCHED_LVL_MACHINE; lvl > USCHED_LVL_SMT; lvl--) {
-        int n = pol_children(ctx, m, lvl - 1, rep, ncpus);
         const uint64_t *best = pol_mask(ctx, anchor, lvl - 1);
         int best_idle = usched_pol_count_idle(ctx, best);
-        for (int i = 0; i < n; i++) {
-            const uint64_t *cm = pol_mask(ctx, rep[i], lvl - 1);
+        for (int c = pol_next(ctx, m, 0); c >= 0; c = pol_next(ctx, m, c + 1)) {
+            if (!pol_is_rep(ctx, m, c, lvl - 1)) continue;
+            const uint64_t *cm = pol_mask(ctx, c, lvl - 1);
             int idle = usched_pol_count_idle(ctx, cm);
             if (idle > best_idle) {
                 best = cm;
                 best_idle = idle;
-                anchor = rep[i];
+                anchor = c;
             }
         }
         m = best;
@@ -270,16 +267,16 @@ static void linux_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_a
     out->cpu = c;
 }
 
-static int linux_steal_order(usched_pol_ctx_t *ctx, int cpu, int *out, int max)
+static int linux_steal_order(usched_pol_ctx_t *ctx, const struct usched_steal_args *a, int *out)
 {
-    return pol_steal_busiest_first(ctx, cpu, out, max);
+    return pol_steal_busiest_first(ctx, a->cpu, out, a->max);
 }
 
 /* Pull when the busiest has a queued fiber (more than the one it runs). */
-static int linux_want_steal(usched_pol_ctx_t *ctx, int thief, int victim, int level, unsigned load)
+static int linux_want_steal(usched_pol_ctx_t *ctx, const struct usched_victim_args *a)
 {
-    (void)ctx, (void)thief, (void)victim, (void)level;
-    return load >= 1 ? -1 : 0;
+    (void)ctx;
+    return a->load >= 1 ? -1 : 0;
 }
 
 const struct usched_ops usched__policy_linux = {

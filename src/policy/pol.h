@@ -8,11 +8,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "usched/policy.h"
 
 /* Knob value by name; the id is looked up once per call site (relaxed atomic:
- * every thread computes the same id, so the race is benign and declared). */
+ * every thread computes the same id, so the race is benign and declared). A
+ * misspelt name aborts, naming it, at its first read. */
 #define POL_KNOB(ctx, name)                                                     \
     ({                                                                          \
         static int id_ = -2;                                                    \
@@ -20,6 +23,10 @@
         if (i_ == -2) {                                                         \
             i_ = usched_pol_knob_id(#name);                                     \
             __atomic_store_n(&id_, i_, __ATOMIC_RELAXED);                       \
+        }                                                                       \
+        if (i_ < 0) {                                                           \
+            fprintf(stderr, "usched: policy reads unknown knob '%s'\n", #name);  \
+            abort();                                                            \
         }                                                                       \
         usched_pol_knob(ctx, i_);                                               \
     })
@@ -55,7 +62,8 @@ static inline int pol_weight(const usched_pol_ctx_t *ctx, int cpu, int level)
 /* SMT heuristics apply: knob smt set and the machine has SMT. */
 static inline bool pol_smt(const usched_pol_ctx_t *ctx)
 {
-    return POL_KNOB(ctx, smt) && usched_pol_smt_width(ctx) > 1;
+    /* The width first: on a machine without SMT no knob read. */
+    return usched_pol_smt_width(ctx) > 1 && POL_KNOB(ctx, smt);
 }
 
 /* The placement reason for idle CPU c: a whole idle core, or an idle CPU
@@ -70,15 +78,20 @@ static inline int pol_idle_reason(const usched_pol_ctx_t *ctx, int ref, int c)
     return by_level[usched_pol_level_shared(ctx, ref, c)];
 }
 
-/* Finds an idle CPU in `m` (NULL = all) from `start`, a whole idle core
- * first when `core_first`, and claims it; retries a few times when another
- * waker wins the claim. Returns the CPU or -1 (reason set on success). */
-static inline int pol_find_claim(usched_pol_ctx_t *ctx, const uint64_t *m, int start, bool core_first,
+/* pol_find_claim's `cores`: 0 (false) any idle CPU, POL_CORE_FIRST (true)
+ * a whole idle core first, POL_CORE_ONLY only a whole idle core. */
+#define POL_CORE_FIRST 1
+#define POL_CORE_ONLY 2
+
+/* Finds an idle CPU in `m` (NULL = all) from `start`, whole idle cores as
+ * `cores` says, and claims it; retries a few times when another waker wins
+ * the claim. Returns the CPU or -1 (reason set on success). */
+static inline int pol_find_claim(usched_pol_ctx_t *ctx, const uint64_t *m, int start, int cores,
                                  int ref, int *reason)
 {
     for (int tries = 0; tries < 4; tries++) {
-        int c = core_first ? usched_pol_find_idle(ctx, m, start, true) : -1;
-        if (c < 0) c = usched_pol_find_idle(ctx, m, start, false);
+        int c = cores ? usched_pol_find_idle(ctx, m, start, true) : -1;
+        if (c < 0 && cores != POL_CORE_ONLY) c = usched_pol_find_idle(ctx, m, start, false);
         if (c < 0) return -1;
         int why = pol_idle_reason(ctx, ref, c);
         if (usched_pol_claim_idle(ctx, c)) {
@@ -96,16 +109,25 @@ struct pol_flips {
     uint64_t last_wakee; /* fiber id this fiber last woke */
     uint32_t flips;
     uint32_t decay_ms;
+    uint32_t calls;      /* wake-ups since the clock was last read */
 };
 
+/* The clock (a vDSO call, about 55 instructions: the largest single item of
+ * a sync hand-off's decision, counted with bench/micro/count_locked.py) is
+ * read on a flip, and otherwise on every 16th wake-up while there are flips
+ * to decay: a waker that stopped flipping decays at most 15 of its wake-ups
+ * late, against a one-second period. */
 static inline void pol_record_wakee(struct pol_flips *w, uint64_t wakee)
 {
-    uint32_t now_ms = (uint32_t)(usched_pol_now_coarse_ns() / 1000000);
-    if (now_ms - w->decay_ms > 1000) {
-        w->flips >>= 1;
-        w->decay_ms = now_ms;
+    bool flip = w->last_wakee != wakee;
+    if (flip || (w->flips && (++w->calls & 15) == 0)) {
+        uint32_t now_ms = (uint32_t)(usched_pol_now_coarse_ns() / 1000000);
+        if (now_ms - w->decay_ms > 1000) {
+            w->flips >>= 1;
+            w->decay_ms = now_ms;
+        }
     }
-    if (w->last_wakee != wakee) {
+    if (flip) {
         w->last_wakee = wakee;
         if (w->flips < 1u << 20) w->flips++;
     }
@@ -118,18 +140,33 @@ static inline uint32_t pol_wide_factor(usched_pol_ctx_t *ctx, int waker)
     return f > 0 ? (uint32_t)f : (uint32_t)pol_weight(ctx, waker, USCHED_LVL_LLC);
 }
 
-/* One representative CPU (the lowest) of each distinct `child_level` group
- * inside mask m; returns how many (at most max). */
-static inline int pol_children(const usched_pol_ctx_t *ctx, const uint64_t *m, int child_level,
-                               int *rep, int max)
+/* Linux's SIS_UTIL: how many CPUs of an LLC of `weight` CPUs a wake-up may
+ * scan for an idle one at utilisation `util` (0..1024): nr_idle_scan =
+ * weight * y / 1024, y = 1024 - util^2 pct^2 / (10000 * 1024), pct = 117
+ * (the LLC's imbalance_pct). Zero from about 85% busy. */
+static inline int pol_sis_budget(int weight, int util)
 {
-    int n = 0;
-    for (int c = pol_next(ctx, m, 0); c >= 0; c = pol_next(ctx, m, c + 1)) {
-        int g = usched_pol_group(ctx, c, child_level), i = 0;
-        while (i < n && usched_pol_group(ctx, rep[i], child_level) != g) i++;
-        if (i == n && n < max) rep[n++] = c;
+    int64_t x = util;
+    int64_t y = x * x * 117 * 117 / (10000 * 1024);
+    y = 1024 - (y > 1024 ? 1024 : y);
+    return (int)(weight * y / 1024);
+}
+
+/* True when c is the lowest CPU of mask m in its `child_level` group: the
+ * representative of that group inside m. Walk the distinct child groups of
+ * a mask, without an array on the (fiber) stack, with
+ *     for (int c = pol_next(ctx, m, 0); c >= 0; c = pol_next(ctx, m, c + 1))
+ *         if (pol_is_rep(ctx, m, c, child_level)) ...                          */
+static inline bool pol_is_rep(const usched_pol_ctx_t *ctx, const uint64_t *m, int c, int child_level)
+{
+    const uint64_t *g = pol_mask(ctx, c, child_level);
+    int nw = usched_pol_mask_words(ctx);
+    for (int w = 0; w <= c / 64 && w < nw; w++) {
+        uint64_t b = m[w] & g[w];
+        if (w == c / 64) b &= (c % 64) ? ~0ull >> (64 - c % 64) : 0;
+        if (b) return false;
     }
-    return n;
+    return true;
 }
 
 /* A per-thread xorshift for tie-breaking jitter (select_cpu may run on
@@ -144,7 +181,9 @@ static inline uint32_t pol_rand(void)
     return x;
 }
 
-/* Steal order "busiest first, nearest domain first": the CPUs by distance
+/* Steal order "busiest first, nearest domain first" (runs in steal_order,
+ * on the worker's host stack, so the ncpus-sized array is not on a fiber
+ * stack): the CPUs by distance
  * from `cpu` (siblings, L2, LLC, package, node, machine), each distance band
  * sorted by load, highest first. Used by linux (new-idle balance pulls from
  * the busiest CPU of the nearest domain) and ule (tdq_idled's search). */

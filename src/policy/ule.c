@@ -34,7 +34,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "policy/pol.h"
+#include "pol.h"
 #include "usched/policy.h"
 
 struct ule_search {
@@ -82,11 +82,10 @@ static int ule_lowest(const struct ule_search *s, const uint64_t *m, int level, 
         r->load = bload;
         return total;
     }
-    int ncpus = usched_pol_ncpus(ctx), rep[ncpus];
-    int n = pol_children(ctx, m, child, rep, ncpus);
-    for (int i = 0; i < n; i++) {
+    for (int c = pol_next(ctx, m, 0); c >= 0; c = pol_next(ctx, m, c + 1)) {
+        if (!pol_is_rep(ctx, m, c, child)) continue;
         struct ule_res lr;
-        int load = ule_lowest(s, pol_mask(ctx, rep[i], child), child, &lr);
+        int load = ule_lowest(s, pol_mask(ctx, c, child), child, &lr);
         total += load;
         if (lr.cpu >= 0 && (load < bload || (load == bload && lr.load < r->load))) {
             bload = load;
@@ -169,17 +168,16 @@ static void ule_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_arg
     out->cpu = c;
 }
 
-static int ule_steal_order(usched_pol_ctx_t *ctx, int cpu, int *out, int max)
+static int ule_steal_order(usched_pol_ctx_t *ctx, const struct usched_steal_args *a, int *out)
 {
-    return pol_steal_busiest_first(ctx, cpu, out, max);
+    return pol_steal_busiest_first(ctx, a->cpu, out, a->max);
 }
 
 /* tdq_idled: one fiber from a victim whose load (queued + running) reaches
  * steal_thresh. */
-static int ule_want_steal(usched_pol_ctx_t *ctx, int thief, int victim, int level, unsigned load)
+static int ule_want_steal(usched_pol_ctx_t *ctx, const struct usched_victim_args *a)
 {
-    (void)thief, (void)victim, (void)level;
-    return (int64_t)load + 1 >= POL_KNOB(ctx, steal_thresh) ? 1 : 0;
+    return (int64_t)a->load + 1 >= POL_KNOB(ctx, steal_thresh) ? 1 : 0;
 }
 
 const struct usched_ops usched__policy_ule = {

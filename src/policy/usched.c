@@ -1,5 +1,5 @@
 /*
- * usched: the default policy (DESIGN section 6).
+ * usched: the default policy (docs/policies.md).
  *
  * What it does. Wake-ups, in order:
  *  1. (bound fibers are placed by the core);
@@ -16,15 +16,26 @@
  *     node and the machine, up to the `scope` knob: a wake-up never queues
  *     behind a busy CPU while another LLC has an idle one;
  *  6. otherwise target, unless prev is less loaded by more than one.
- * A waker is wide (1:N) when it switched between different wakees at least
- * `factor` times (wakee flips, Linux's signal; factor = the LLC size or knob
- * wake_wide_factor) and factor times more often than the wakee. Unlike
- * Linux's wake_wide the wakee need not flip itself: a dispatcher whose
- * workers always answer it is wide, so its workers spread instead of
- * queueing in the dispatcher's next slot.
- * Spawns go to the spawner's run queue (idle CPUs steal them nearest first);
+ * With smt=1 the hand-offs of step 2 (and 2a, 2i below) are skipped when the
+ * waker's CPU has a busy sibling while a whole core of its LLC idles: the
+ * fiber would start beside a busy sibling. The utilisation gate (knob
+ * util_gate, Linux's SIS_UTIL): when the waker's LLC is busy on average,
+ * steps 3 and 5 skip the LLC (4 still searches it for a whole idle core with
+ * smt=1): a momentarily idle CPU of a busy LLC is left to steal.
+ * A wake-up is wide when either side is a hub: it switched between
+ * different wakees at least `factor` times (wakee flips, Linux's signal;
+ * factor = the LLC size or knob wake_wide_factor) and factor times more
+ * often than the other side. Unlike Linux's wake_wide the other side need
+ * not flip itself: a dispatcher whose workers always answer it is wide, so
+ * its workers spread instead of queueing in the dispatcher's next slot; and
+ * a server shared by many clients stays on its CPU instead of following
+ * each client's hand-off.
+ * Spawns go to the spawner's next slot (idle CPUs steal them nearest first);
  * spawns from outside threads go to an idle core or CPU. Stealing is the
  * core's: topology order, half of the victim's queue, bound fibers never.
+ * The policy sets USCHED_OPS_SMT_RULE, so with smt=1 the core wakes a CPU of
+ * a whole idle core for a spawn the spawner does not run at once, and a
+ * thief beside a busy sibling leaves the work to a whole idle core.
  *
  * Machines it suits: SMT machines (it avoids busy cores' siblings) and
  * multi-LLC machines (Zen CCXs, several sockets), where it neither queues
@@ -39,7 +50,7 @@
  */
 #include <stdint.h>
 
-#include "policy/pol.h"
+#include "pol.h"
 #include "usched/policy.h"
 
 struct usched_pstate {
@@ -47,20 +58,65 @@ struct usched_pstate {
     uint64_t last_waker;    /* id of the fiber that last woke this one */
 };
 
-static bool usched_wide(usched_pol_ctx_t *ctx, const struct usched_pstate *w,
-                        const struct usched_pstate *t, int waker)
+/* Per CPU, written only by the wake-ups decided on that CPU. */
+struct usched_pcpu {
+    uint32_t util; /* running average of its LLC's busy share, 0..1024 x 16 */
+};
+
+/* The utilisation gate (knob util_gate): Linux's SIS_UTIL budget, fed with
+ * a running average of the share of busy CPUs in the waker's LLC, sampled
+ * at the wake-ups decided on this CPU that reach the idle search (weight
+ * 1/16 per sample, not tuned; PELT's time-decayed average would need clock
+ * reads on every switch). True when the budget is zero: the LLC is busy on
+ * average, so an idle CPU in it is idle only for a moment and will steal;
+ * claiming it costs a cross-CPU hand-off for nothing. Evidence: `make run`
+ * (select, 2-vCPU VM shared with other builds) placed 361k wake-ups on an
+ * idle prev and 28k on other idle CPUs in one run, linux 18k; with the gate
+ * (and the symmetric wide test below) usched's counters match linux's and
+ * its tps is within noise of it (docs/policies.md). */
+static bool usched_llc_busy(usched_pol_ctx_t *ctx, int waker)
 {
-    uint32_t factor = pol_wide_factor(ctx, waker);
+    if (waker < 0 || !POL_KNOB(ctx, util_gate)) return false;
+    struct usched_pcpu *pc = usched_pol_cpu_state(ctx, waker);
+    const uint64_t *llc = pol_mask(ctx, waker, USCHED_LVL_LLC);
+    int weight = pol_weight(ctx, waker, USCHED_LVL_LLC);
+    uint32_t x = (uint32_t)((weight - usched_pol_count_idle(ctx, llc)) * 1024 / weight);
+    pc->util = pc->util - pc->util / 16 + x;
+    return pol_sis_budget(weight, (int)(pc->util / 16)) == 0;
+}
+
+/* With smt=1: the waker's CPU has a busy sibling while a whole core of its
+ * LLC idles, so a hand-off there would run beside a busy sibling. */
+static bool usched_beside_busy(usched_pol_ctx_t *ctx, int cpu)
+{
+    const uint64_t *core = pol_mask(ctx, cpu, USCHED_LVL_SMT);
+    int others_idle = usched_pol_count_idle(ctx, core) - (usched_pol_cpu_idle(ctx, cpu) ? 1 : 0);
+    return others_idle < pol_weight(ctx, cpu, USCHED_LVL_SMT) - 1 &&
+           usched_pol_find_idle(ctx, pol_mask(ctx, cpu, USCHED_LVL_LLC), cpu, true) >= 0;
+}
+
+static bool usched_wide(const struct usched_pstate *w, const struct usched_pstate *t, uint32_t factor)
+{
     return w->flips.flips >= factor && w->flips.flips >= t->flips.flips * factor;
 }
 
 /* Steps 4 and 5: an idle core, then an idle CPU, from the LLC (or the scope,
- * if narrower) outwards to the scope. Claims it; -1 if none. */
-static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int scope, int *reason)
+ * if narrower) outwards to the scope; with `gated`, only an idle core (smt)
+ * inside the LLC. Claims it; -1 if none. */
+static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int scope, bool gated,
+                            int *reason)
 {
     int first = scope < USCHED_LVL_LLC ? scope : USCHED_LVL_LLC;
+    int llc_weight = pol_weight(ctx, target, USCHED_LVL_LLC);
     for (int lvl = first; lvl <= scope; lvl++) {
-        int c = pol_find_claim(ctx, pol_mask(ctx, target, lvl), target, smt, target, reason);
+        const uint64_t *m = pol_mask(ctx, target, lvl);
+        int cores = smt ? POL_CORE_FIRST : 0;
+        /* gated: the LLC, and any wider level that holds only the LLC */
+        if (gated && (lvl <= USCHED_LVL_LLC || pol_weight(ctx, target, lvl) == llc_weight)) {
+            if (!smt) continue;
+            cores = POL_CORE_ONLY;
+        }
+        int c = pol_find_claim(ctx, m, target, cores, target, reason);
         if (c >= 0) return c;
     }
     return -1;
@@ -72,7 +128,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
     int waker = a->waker_cpu, prev = a->task->prev_cpu;
     bool smt = pol_smt(ctx);
     bool affine = POL_KNOB(ctx, affine);
-    int scope = (int)POL_KNOB(ctx, scope);
+    bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
     out->slot = USCHED_SLOT_TAIL;
 
     if (a->flags & USCHED_SEL_FORK) {
@@ -92,10 +148,22 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         return;
     }
 
+    /* 2i. an I/O wake-up found by an idle CPU's poll: that CPU is awake and
+     * has nothing to run, so it runs the fiber itself, if it shares an LLC
+     * with the fiber's previous CPU (waking prev instead would cost a
+     * cross-CPU hand-off and maybe a futex wake per message). The claim
+     * makes it take only the first of a batch; the others go by prev. */
+    bool hot_ok = waker >= 0 && !(smt && usched_beside_busy(ctx, waker)); /* (b) below */
+    if (io && hot_ok && (prev < 0 || usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+        usched_pol_cpu_idle(ctx, waker) && usched_pol_claim_idle(ctx, waker)) {
+        out->cpu = waker;
+        out->reason = USCHED_REASON_LOCAL;
+        return;
+    }
     /* 2a. a joiner woken by the exiting fiber it joined: the waker's CPU is
      * free this instant and holds the child's result in cache; the next
      * slot keeps fork-join trees depth first (and few fibers alive). */
-    if (affine && waker >= 0 && (a->flags & USCHED_SEL_EXIT)) {
+    if (affine && hot_ok && (a->flags & USCHED_SEL_EXIT)) {
         out->cpu = waker;
         out->slot = USCHED_SLOT_NEXT;
         out->reason = USCHED_REASON_SYNC;
@@ -105,12 +173,18 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
     struct usched_pstate *w = a->waker_pstate;
     struct usched_pstate *t = a->task->pstate;
     bool wide = false;
-    if (w) {
+    if (w && !io) {
         bool pair = (a->flags & USCHED_SEL_SYNC) ||
                     (w->last_waker == a->task->id && t->last_waker == a->waker_id);
-        wide = usched_wide(ctx, w, t, waker);
+        /* Either side a hub: the waker a dispatcher (1:N), or the wakee a
+         * server many wakers share (N:1, as a client waking a pool's
+         * server) - pulling the server to each client's CPU in turn drags
+         * it between CPUs and leaves its previous CPU idle; Linux's
+         * wake_wide is symmetric too. */
+        uint32_t factor = pol_wide_factor(ctx, waker);
+        wide = usched_wide(w, t, factor) || usched_wide(t, w, factor);
         pol_record_wakee(&w->flips, a->task->id);
-        if (affine && pair && !wide && usched_pol_cpu_load(ctx, waker) <= 1) {
+        if (affine && pair && !wide && hot_ok && usched_pol_cpu_load(ctx, waker) <= 1) {
             t->last_waker = a->waker_id;
             out->cpu = waker;
             out->slot = USCHED_SLOT_NEXT;
@@ -120,12 +194,18 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
     }
     t->last_waker = a->waker_id;
 
-    int target = (waker >= 0 && affine && !wide) ? waker : (prev >= 0 ? prev : waker);
+    int target = (waker >= 0 && affine && !wide && !io) ? waker : (prev >= 0 ? prev : waker);
     if (target < 0) target = 0;
+    /* The utilisation gate, for a target in the waker's (busy) LLC: sampled
+     * on the wake-ups that get this far (the hand-offs above search
+     * nothing). */
+    bool gated = !io && usched_llc_busy(ctx, waker) &&
+                 usched_pol_level_shared(ctx, target, waker) <= USCHED_LVL_LLC;
 
     /* 3. prev */
-    if (prev >= 0 && usched_pol_cpu_idle(ctx, prev) &&
-        (waker < 0 || usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC)) {
+    if (prev >= 0 && !(gated && usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+        usched_pol_cpu_idle(ctx, prev) &&
+        (waker < 0 || io || usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC)) {
         bool ok = !smt || usched_pol_core_idle(ctx, prev) ||
                   usched_pol_find_idle(ctx, pol_mask(ctx, prev, USCHED_LVL_LLC), prev, true) < 0;
         if (ok && usched_pol_claim_idle(ctx, prev)) {
@@ -135,7 +215,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         }
     }
     /* 4, 5 */
-    int c = usched_find_near(ctx, target, smt, scope, &out->reason);
+    int c = usched_find_near(ctx, target, smt, (int)POL_KNOB(ctx, scope), gated, &out->reason);
     if (c >= 0) {
         out->cpu = c;
         return;
@@ -151,6 +231,8 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
 const struct usched_ops usched__policy_usched = {
     .name = "usched",
     .brief = "default: sync pairs on one CPU, idle cores first, nearest LLC outwards, no wasted cores",
+    .flags = USCHED_OPS_SMT_RULE,
     .task_state_size = sizeof(struct usched_pstate),
+    .cpu_state_size = sizeof(struct usched_pcpu),
     .select_cpu = usched_select_cpu,
 };

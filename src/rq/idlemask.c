@@ -1,14 +1,17 @@
 /*
  * idlemask: one bit per CPU (or core) in an array of atomic 64-bit words.
- * set/clear are seq_cst read-modify-writes: the full fence of the parking
- * protocol's step (1)-(2) (DESIGN section 5). Searches and counts use relaxed
- * loads: the mask is a hint, and a waker claims the CPU it picked with a CAS
- * on that CPU's state word before trusting it.
+ * set/clear are seq_cst read-modify-writes, and clear reports whether the
+ * bit was set: a placement claims an idle CPU by being the one whose clear
+ * found the bit set (core/idle.c, usched__idle_claim). Searches and counts use
+ * relaxed loads: the mask is a hint. Whether the CPU is really parked is its
+ * worker's state word, which a waker CASes before a futex wake-up (W3 in
+ * core/sched.c); the masks never decide that.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/fault.h"
+#include "base/error.h"
 #include "rq/rq.h"
 
 #define WBITS 64
@@ -23,7 +26,7 @@ int usched__idlemask_init(usched__idlemask_t *m, int nbits)
     /* Whole cache lines, so the mask shares no line with its neighbours. */
     size_t bytes = ((size_t)nwords * sizeof(uint64_t) + USCHED_CACHELINE - 1) &
                    ~(size_t)(USCHED_CACHELINE - 1);
-    _Atomic uint64_t *w = aligned_alloc(USCHED_CACHELINE, bytes);
+    _Atomic uint64_t *w = usched__aligned_alloc(USCHED_CACHELINE, bytes);
     if (!w) return usched__error(ENOMEM, "idlemask: cannot allocate %d words", nwords);
     for (int i = 0; i < nwords; i++)
         atomic_init(&w[i], 0);

@@ -1,28 +1,54 @@
 /*
- * ring_spmc: the per-CPU run queue ring (DESIGN section 5), after Go's runq
- * (runqput/runqputslow/runqget/runqgrab) and Tokio's local queue.
+ * ring_spmc: the per-CPU run queue ring (docs/queues.md), after Go's runq
+ * (runqput/runqputslow/runqgrab) and Tokio's local queue, with a LIFO owner
+ * end: the owner pushes and pops at the tail (newest first: fork-join trees
+ * unfold depth first), consumers at the head take the oldest (thieves take
+ * half with one CAS; the owner's FIFO pop and spill use the same CAS).
  *
  * Indices are free-running uint32_t counters; a slot is index & RQ_MASK, the
- * length is tail - head (modulo 2^32, so the counters may wrap). Who touches
- * what:
+ * length is tail - head (modulo 2^32, so the counters may wrap). The head
+ * word packs the head index (low 32 bits) with a tag (high 32 bits) that
+ * every successful CAS on it increments. Who touches what:
  *   tail   - written by the owner only. Owner: relaxed load of its own value,
  *            release store after filling a slot. Others: acquire load.
- *   head   - advanced by every consumer (owner pop, thieves, owner spill) with
- *            a CAS. Acquire load; CAS release on success.
+ *   head   - advanced by every consumer (owner FIFO pop, thieves, owner
+ *            spill) with a CAS; the owner also CASes it to take an item at
+ *            the tail (only the tag moves) and to push at the head end
+ *            (index - 1). Acquire load; CAS release on success.
  *   slots  - written by the owner (and by a thief into its own ring before it
  *            publishes its tail), read by anyone between head and tail;
  *            relaxed atomics: the ordering comes from head and tail.
  *
- * The two pairings that make it work:
- *   P1. owner's release store of tail  ->  consumer's acquire load of tail:
+ * The pairings that make it work:
+ *   R1. owner's release store of tail  ->  consumer's acquire load of tail:
  *       every slot below the tail a consumer saw holds the item pushed there.
- *   P2. consumer's release CAS of head ->  owner's acquire load of head:
+ *   R2. consumer's release CAS of head ->  owner's acquire load of head:
  *       a consumer's reads of slots [h, h+n) happen before the owner reuses
  *       them, so a consumer whose CAS succeeds copied the items, not their
  *       successors. A consumer that read a reused slot fails its CAS (head
  *       moved past it before the owner could reuse it) and retries.
  * Consumers copy first and CAS second: the CAS is the commit, and a failed one
  * discards the copies.
+ *
+ * Owner takes at the tail (LIFO pop, or taking one given item out of the
+ * middle for an inline join), protocol T1-T4:
+ *   T1. find the item at index i in [h, t) (i = t - 1 for a pop);
+ *   T2. store tail = i: consumers that load tail from now on stay below i;
+ *   T3. CAS head (h, tag) -> (h, tag + 1), release, retried while head <= i.
+ *       A consumer that loaded tail before T2 loaded head before T3 (it
+ *       loads head first, acquire, and T3 is release after T2): its CAS
+ *       expects the old tag, so it fails if T3 came first; if its CAS came
+ *       first, it took at most half of what it saw, and T3 reloads head and
+ *       sees whether item i went with it (head > i: stolen, restore tail = t
+ *       and fail). After T3 no consumer can take index i or above;
+ *   T4. move the items above i down one slot (they are beyond the tail, no
+ *       consumer reads them) and store tail = t - 1, release (R1).
+ * So the owner's pop costs one CAS, like Go's runqget, and a thief's
+ * steal-half stays one CAS; a push stays a plain release store. A steal-half
+ * without the tag would be wrong: a thief that read tail t could commit
+ * after the owner popped t-1, t-2, ... without a CAS, taking them twice.
+ * (The tag wraps after 2^32 CASes; a thief would have to stall across all
+ * of them between its load and its CAS.)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -50,7 +76,7 @@ void usched__rq_throw(const char *fmt, ...)
 
 void usched__ring_init_at(usched__ring_spmc_t *r, uint32_t start)
 {
-    atomic_init(&r->head, start);
+    atomic_init(&r->head, (uint64_t)start);
     atomic_init(&r->tail, start);
     for (unsigned i = 0; i < RQ_RING_SIZE; i++)
         atomic_init(&r->slots[i], NULL);
@@ -67,9 +93,17 @@ static inline uint32_t own_tail(const usched__ring_spmc_t *r)
     return atomic_load_explicit(&r->tail, memory_order_relaxed);
 }
 
-static inline uint32_t load_head(const usched__ring_spmc_t *r)
+static inline uint32_t hidx(uint64_t hw) { return (uint32_t)hw; }
+
+/* The head word after a CAS that moves the index to idx: tag + 1. */
+static inline uint64_t hword(uint64_t old, uint32_t idx)
 {
-    /* Acquire: pairs with the release CAS of head (P2). */
+    return ((old >> 32) + 1) << 32 | idx;
+}
+
+static inline uint64_t load_head(const usched__ring_spmc_t *r)
+{
+    /* Acquire: pairs with the release CAS of head (R2, T3). */
     return atomic_load_explicit(&r->head, memory_order_acquire);
 }
 
@@ -83,20 +117,21 @@ static inline void slot_put(usched__ring_spmc_t *r, uint32_t i, void *item)
     atomic_store_explicit(&r->slots[i & RQ_MASK], item, memory_order_relaxed);
 }
 
-/* Commits the consumption of [h, h + n). Release on success (P2); a failure
- * only tells the caller to retry, which reloads head with acquire. */
-static inline bool head_cas(usched__ring_spmc_t *r, uint32_t h, uint32_t n)
+/* Commits the consumption of [h, h + n) (or, n = 0, only bumps the tag, T3).
+ * Release on success (R2); a failure only tells the caller to retry, which
+ * reloads head with acquire. */
+static inline bool head_cas(usched__ring_spmc_t *r, uint64_t hw, uint32_t n)
 {
-    return atomic_compare_exchange_strong_explicit(&r->head, &h, h + n, memory_order_release,
-                                                   memory_order_relaxed);
+    return atomic_compare_exchange_strong_explicit(&r->head, &hw, hword(hw, hidx(hw) + n),
+                                                   memory_order_release, memory_order_relaxed);
 }
 
 int usched__ring_push(usched__ring_spmc_t *r, void *item)
 {
     uint32_t t = own_tail(r);
-    if (t - load_head(r) >= RQ_RING_SIZE) return -ENOSPC;
+    if (t - hidx(load_head(r)) >= RQ_RING_SIZE) return -ENOSPC;
     slot_put(r, t, item);
-    /* Release: publishes the slot to consumers (P1). */
+    /* Release: publishes the slot to consumers (R1). */
     atomic_store_explicit(&r->tail, t + 1, memory_order_release);
     return 0;
 }
@@ -105,18 +140,22 @@ unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **s
 {
     for (;;) {
         uint32_t t = own_tail(r);
-        uint32_t h = load_head(r);
+        uint64_t hw = load_head(r);
+        uint32_t h = hidx(hw);
         if (t - h < RQ_RING_SIZE) {
             slot_put(r, t, item);
-            atomic_store_explicit(&r->tail, t + 1, memory_order_release); /* P1 */
+            atomic_store_explicit(&r->tail, t + 1, memory_order_release); /* R1 */
             return 0;
         }
         /* Full: take the older half like a thief would (copy, then CAS). */
         for (uint32_t i = 0; i < RQ_HALF; i++)
             spill[i] = slot_get(r, h + i);
-        if (head_cas(r, h, RQ_HALF)) {
-            spill[RQ_HALF] = item;
-            return RQ_HALF + 1;
+        if (head_cas(r, hw, RQ_HALF)) {
+            /* The new item stays: it is the newest, the next the owner's
+             * LIFO pop takes, and the global queue keeps spawn order. */
+            slot_put(r, t, item);
+            atomic_store_explicit(&r->tail, t + 1, memory_order_release); /* R1 */
+            return RQ_HALF;
         }
         /* A thief took some: there is room now, so the next pass pushes. */
     }
@@ -125,11 +164,77 @@ unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **s
 void *usched__ring_pop(usched__ring_spmc_t *r)
 {
     for (;;) {
-        uint32_t h = load_head(r);
+        uint64_t hw = load_head(r);
+        uint32_t h = hidx(hw);
         uint32_t t = own_tail(r);
         if (t == h) return NULL;
         void *item = slot_get(r, h);
-        if (head_cas(r, h, 1)) return item;
+        if (head_cas(r, hw, 1)) return item;
+    }
+}
+
+/* T2-T4 for the item at index i of [h, t) (hw: the head word read at T1).
+ * True when the item at i is the caller's, now out of the ring. */
+static bool take_at(usched__ring_spmc_t *r, uint64_t hw, uint32_t t, uint32_t i)
+{
+    uint32_t h = hidx(hw);
+    /* T2. Release, like every store of tail: a consumer that reads this
+     * value must also see the items below it (R1). */
+    atomic_store_explicit(&r->tail, i, memory_order_release);
+    while (!head_cas(r, hw, 0)) {                             /* T3 */
+        hw = load_head(r);
+        if (hidx(hw) - h > i - h) {
+            /* A consumer took index i: [head, t) is still intact. */
+            atomic_store_explicit(&r->tail, t, memory_order_release);
+            return false;
+        }
+    }
+    for (uint32_t j = i; j + 1 != t; j++) /* T4 */
+        slot_put(r, j, slot_get(r, j + 1));
+    atomic_store_explicit(&r->tail, t - 1, memory_order_release); /* R1 */
+    return true;
+}
+
+void *usched__ring_pop_lifo(usched__ring_spmc_t *r)
+{
+    uint32_t t = own_tail(r);
+    uint64_t hw = load_head(r);
+    if (t == hidx(hw)) return NULL;
+    void *item = slot_get(r, t - 1); /* T1 */
+    return take_at(r, hw, t, t - 1) ? item : NULL;
+}
+
+bool usched__ring_take(usched__ring_spmc_t *r, const void *item)
+{
+    for (;;) {
+        uint32_t t = own_tail(r);
+        uint64_t hw = load_head(r);
+        uint32_t h = hidx(hw), i = t;
+        if (t == h) return false;
+        /* T1: the oldest first (joins in spawn order find their child
+         * there), then newest first (the child spawned last). */
+        if (slot_get(r, h) != item) {
+            do {
+                if (--i == h) return false;
+            } while (slot_get(r, i) != item);
+            return take_at(r, hw, t, i);
+        }
+        /* The oldest: a consumer's CAS, nothing to move. A failed CAS
+         * means a consumer moved head; look again. */
+        if (head_cas(r, hw, 1)) return true;
+    }
+}
+
+int usched__ring_push_head(usched__ring_spmc_t *r, void *item)
+{
+    for (;;) {
+        uint64_t hw = load_head(r);
+        uint32_t h = hidx(hw);
+        if (own_tail(r) - h >= RQ_RING_SIZE) return -ENOSPC;
+        /* Slot h - 1 is beyond the tail (the ring is not full), so no
+         * consumer reads it before the release CAS publishes it. */
+        slot_put(r, h - 1, item);
+        if (head_cas(r, hw, (uint32_t)-1)) return 0;
     }
 }
 
@@ -139,18 +244,20 @@ void *usched__ring_pop(usched__ring_spmc_t *r)
 static uint32_t grab(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief, uint32_t to)
 {
     for (;;) {
-        uint32_t h = load_head(victim);
-        /* Acquire: pairs with the victim owner's release store (P1). */
+        uint64_t hw = load_head(victim);
+        uint32_t h = hidx(hw);
+        /* Acquire: pairs with the victim owner's release store (R1). */
         uint32_t t = atomic_load_explicit(&victim->tail, memory_order_acquire);
         uint32_t n = t - h;
         if (n == 0) return 0;
         n -= n / 2;
         /* h was loaded before t, so a stale h can make t - h look larger than
-         * the ring (or a racing spill can make it briefly so): reload. */
+         * the ring (a racing spill, or the owner's T2 lowering the tail below
+         * a head that moved, can make it so briefly): reload. */
         if (n > RQ_HALF) continue;
         for (uint32_t i = 0; i < n; i++)
             slot_put(thief, to + i, slot_get(victim, h + i));
-        if (head_cas(victim, h, n)) return n;
+        if (head_cas(victim, hw, n)) return n;
     }
 }
 
@@ -159,7 +266,7 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
 {
     if (victim == thief) usched__rq_throw("ring_steal: victim and thief are the same ring %p", (void *)victim);
     uint32_t t = own_tail(thief);
-    uint32_t used = t - load_head(thief);
+    uint32_t used = t - hidx(load_head(thief));
     if (used > RQ_RING_SIZE - RQ_HALF)
         usched__rq_throw("ring_steal: thief ring %p holds %u items, no room for %u",
                          (void *)thief, used, RQ_HALF);
@@ -167,34 +274,40 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
     if (taken) *taken = n;
     if (n == 0) return NULL;
     void *last = slot_get(thief, t + n - 1);
-    if (n > 1) atomic_store_explicit(&thief->tail, t + n - 1, memory_order_release); /* P1 */
+    if (n > 1) atomic_store_explicit(&thief->tail, t + n - 1, memory_order_release); /* R1 */
     return last;
 }
 
 void *usched__ring_steal_one(usched__ring_spmc_t *victim)
 {
     for (;;) {
-        uint32_t h = load_head(victim);
-        /* Acquire: pairs with the victim owner's release store of tail (P1). */
+        uint64_t hw = load_head(victim);
+        uint32_t h = hidx(hw);
+        /* Acquire: pairs with the victim owner's release store of tail (R1). */
         uint32_t t = atomic_load_explicit(&victim->tail, memory_order_acquire);
         uint32_t n = t - h;
         if (n == 0) return NULL;
-        if (n > RQ_RING_SIZE) continue; /* h went stale before t was read */
+        if (n > RQ_RING_SIZE) continue; /* h went stale before t was read (or T2) */
         /* Read the slot before the CAS: once head passes h the owner may
          * overwrite it, and then our CAS fails. */
         void *item = slot_get(victim, h);
-        if (head_cas(victim, h, 1)) return item;
+        if (head_cas(victim, hw, 1)) return item;
     }
 }
 
 uint32_t usched__ring_len(const usched__ring_spmc_t *r)
 {
-    /* head is monotonic: if it is unchanged around the tail load, then
-     * (h, t) was the state at the moment tail was read, and t - h is a
-     * consistent length in [0, RQ_RING_SIZE]. */
+    /* If the head word (index and tag) is unchanged around the tail load,
+     * then (h, t) was the state at the moment tail was read. That length is
+     * in [0, RQ_RING_SIZE] except inside an owner's take (T2 lowered the
+     * tail, a consumer then moved head past it, T3 has not restored it):
+     * the ring is being emptied then, so report 0. */
     for (;;) {
-        uint32_t h = load_head(r);
+        uint64_t hw = load_head(r);
         uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (load_head(r) == h) return t - h;
+        if (load_head(r) == hw) {
+            uint32_t n = t - hidx(hw);
+            return n > RQ_RING_SIZE ? 0 : n;
+        }
     }
 }

@@ -1,7 +1,8 @@
 /*
- * Per-CPU queue building blocks (DESIGN section 5), all lock-free:
- *   ring_spmc  - 256-slot FIFO ring: the owner pushes and pops, thieves take
- *                half with one CAS (Go's runq, Tokio's local queue);
+ * Per-CPU queue building blocks (docs/queues.md), all lock-free:
+ *   ring_spmc  - 256-slot ring: the owner pushes and pops at the tail (LIFO),
+ *                thieves take the oldest half with one CAS (Go's runq, Tokio's
+ *                local queue, with a work-first owner end);
  *   inbox_mpsc - intrusive multi-producer single-consumer list through which
  *                other CPUs hand fibers to this CPU (Vyukov's queue;
  *                FreeBSD ULE's "assign" list);
@@ -26,10 +27,13 @@ void usched__rq_throw(const char *fmt, ...)
 /* ---- ring_spmc ------------------------------------------------------------ */
 /* Memory orderings and the pairings they rely on: top of src/rq/ring.c. */
 typedef struct usched__ring_spmc {
-    /* head: consumers (owner pop, owner spill, thieves) advance it with a CAS
-     * after copying the items (release on success); acquire loads. The owner's
-     * acquire load pairs with that CAS before it reuses a slot. */
-    _Atomic uint32_t head __attribute__((aligned(USCHED_CACHELINE)));
+    /* head: index (low 32 bits) and tag (high 32, +1 on every CAS).
+     * Consumers (owner FIFO pop, owner spill, thieves) advance it with a CAS
+     * after copying the items (release on success); the owner's LIFO pop and
+     * take CAS only its tag, a push at the head moves it back by one. Acquire
+     * loads. The owner's acquire load pairs with that CAS before it reuses a
+     * slot. */
+    _Atomic uint64_t head __attribute__((aligned(USCHED_CACHELINE)));
     /* tail: written by the owner only (release store), read by thieves. */
     _Atomic uint32_t tail __attribute__((aligned(USCHED_CACHELINE)));
     void *_Atomic slots[RQ_RING_SIZE];
@@ -40,13 +44,23 @@ void usched__ring_init(usched__ring_spmc_t *r);
 void usched__ring_init_at(usched__ring_spmc_t *r, uint32_t start);
 /* Owner only. Pushes at the tail; -ENOSPC when full (nothing changed). */
 int usched__ring_push(usched__ring_spmc_t *r, void *item);
-/* Owner only. When the ring is full, moves the oldest half of it plus `item`
- * into spill[] (capacity RQ_RING_SIZE/2 + 1) and returns how many were moved;
- * otherwise pushes `item` and returns 0. The caller puts spill[] on the
- * global queue in order. */
+/* Owner only. Pushes `item`; when the ring is full, first moves the oldest
+ * half of it into spill[] (capacity RQ_RING_SIZE/2) and returns how many
+ * were moved (RQ_RING_SIZE/2), else returns 0. The caller puts spill[] on
+ * the global queue in order. */
 unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **spill);
-/* Owner only. Pops the oldest item; NULL when empty. */
+/* Owner only. Pops the oldest item (the head end: FIFO); NULL when empty. */
 void *usched__ring_pop(usched__ring_spmc_t *r);
+/* Owner only. Pops the newest item (the tail end: LIFO) with one CAS (T1-T4
+ * in ring.c); NULL when empty or when a thief took the last one. */
+void *usched__ring_pop_lifo(usched__ring_spmc_t *r);
+/* Owner only. Takes `item` out of the ring wherever it is (found newest
+ * first; the items above it move down one slot, keeping their order), with
+ * one CAS. False if it is not in the ring (never was, or a thief took it). */
+bool usched__ring_take(usched__ring_spmc_t *r, const void *item);
+/* Owner only. Pushes at the head end: the item is the oldest, popped last by
+ * the owner's LIFO pop and stolen first. -ENOSPC when full. One CAS. */
+int usched__ring_push_head(usched__ring_spmc_t *r, void *item);
 /* Called by the thief's owner: takes half (rounded up) of victim's items with
  * one CAS on victim's head, moves all but the newest into `thief` (which must
  * be empty, or at least have RQ_RING_SIZE/2 free slots: aborts otherwise) and

@@ -1,7 +1,7 @@
 /* Counter names and descriptions, generated from USCHED_STATS_MAP. */
 #include <string.h>
 
-#include "core/export.h"
+#include "base/export.h"
 #include "stats/stats.h"
 
 static const char *const names[USCHED_NSTATS] = {

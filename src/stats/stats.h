@@ -1,5 +1,5 @@
 /*
- * Decision counters (DESIGN section 7): one X-macro table generates the enum,
+ * Decision counters (docs/policies.md): one X-macro table generates the enum,
  * the names and the descriptions. Counters live per CPU and are written only
  * by that CPU's worker (relaxed load + store: no locked instruction on the hot
  * path); outside threads count into a shared array with atomic adds. Readers
@@ -19,7 +19,7 @@
     X(spawns_outside, "fibers spawned from outside threads")                     \
     X(exits, "fibers finished")                                                  \
     X(yields, "usched_yield calls")                                              \
-    X(joins_inline, "joins that ran the joined fiber inline (it was still in the next slot)") \
+    X(joins_inline, "joins that ran the joined fiber inline (it had not started and still waited on this CPU)") \
     X(blocks, "fibers that blocked (join, wait queue, sleep)")                   \
     X(wake_local, "wake-ups and spawns placed on the deciding CPU")              \
     X(wake_remote, "wake-ups and spawns handed to another CPU's inbox")          \
@@ -34,12 +34,17 @@
     X(steal_next, "fibers taken from another CPU's next slot")                   \
     X(stolen_fibers, "fibers moved by steals")                                   \
     X(steal_failed, "steal passes that found nothing")                           \
+    X(steal_deferred, "steals left to a whole idle core of the LLC (the thief's SMT sibling was busy)") \
+    X(steal_busy_sibling, "steals by a CPU beside a busy SMT sibling while a whole core idled in the LLC") \
     X(global_pulls, "fibers taken from the global queue")                        \
+    X(global_deferred, "global-queue pulls left to a whole idle core of the LLC (the puller's SMT sibling was busy; each pass counts)") \
+    X(global_busy_sibling, "global-queue pulls by a CPU beside a busy SMT sibling while a whole core idled in the LLC") \
     X(ring_overflows, "run queue overflows spilled to the global queue")         \
     X(next_demoted, "next-slot fibers demoted after next_cap runs")              \
     X(spins, "times an idle CPU started spinning")                               \
     X(parks, "times a worker parked on its futex")                               \
     X(futex_wakes, "futex wake-ups of parked workers")                           \
+    X(wake_idle_core, "parked CPUs woken for new work on a whole idle core (smt rule)") \
     X(claim_collisions, "idle CPU claims lost to another waker")                 \
     X(migrate_smt, "fibers resumed on an SMT sibling of their last CPU")         \
     X(migrate_l2, "fibers resumed on another core of their L2")                  \
@@ -49,7 +54,25 @@
     X(migrate_machine, "fibers resumed on another NUMA node")                    \
     X(smt_busy_sibling, "wake-ups placed beside a busy SMT sibling while a whole core idled in the LLC") \
     X(wake_cross_llc, "wake-ups placed outside the LLC of prev and waker while it had an idle CPU") \
-    X(pol_fallback, "policy answers replaced by the core's fallback")
+    X(pol_fallback, "policy answers replaced by the core's fallback")           \
+    X(io_wake_same_cpu, "I/O wake-ups placed on the fiber's previous CPU")        \
+    X(io_wake_same_llc, "I/O wake-ups placed elsewhere in the previous CPU's LLC") \
+    X(io_wake_elsewhere, "I/O wake-ups placed outside the previous CPU's LLC")    \
+    X(io_polls, "non-blocking I/O polls (idle CPU before stealing, or busy tick)") \
+    X(io_poll_blocks, "times a parking CPU blocked in the I/O poller")            \
+    X(io_breaks, "eventfd writes waking the CPU blocked in the poller")           \
+    X(io_events, "fd readiness events dispatched")                                \
+    X(io_stale, "readiness events dropped: the fd was closed since (sequence tag)") \
+    X(offloads, "calls run on the offload pool")                                 \
+    X(stalls, "stalls: a worker ran one fiber longer than stall_us without a scheduling point") \
+    X(stall_timers, "timers of stalled CPUs fired by the monitor")               \
+    X(stall_moved, "fibers moved off stalled CPUs (inbox, next slot, run queue) to the global queue") \
+    X(monitor_sleeps, "times the monitor slept because every worker was parked") \
+    X(contend_episodes, "contention episodes: a worker's run delay (schedstat) grew faster than contend_pct of the time") \
+    X(contend_nospin, "idle entries of a contended CPU that parked without spinning") \
+    X(contend_wake_skips, "wakep wake-ups that passed over a contended parked CPU for an uncontended one") \
+    X(contend_served, "looks at a contended CPU without progress whose timers and inbox the monitor served") \
+    X(contend_unpins, "contended workers whose affinity the monitor widened to their LLC (contend_pin=llc)")
 
 #define USCHED_STATS_PLACE_(id, name, desc) X(place_##name, desc)
 

@@ -17,7 +17,7 @@
  * moves under the lock.
  *
  * Wake-ups: a send that hands a message to a parked receiver wakes it with
- * USCHED_SEL_SYNC (as Linux does for pipe writes): the sender of a message
+ * USCHED__WAKE_SYNC (as Linux does for pipe writes): the sender of a message
  * typically waits for the answer next, so the policy may run the receiver on
  * this CPU, next. A receiver releasing a parked sender wakes it plainly.
  *
@@ -28,8 +28,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/error.h"
-#include "core/export.h"
+#include "base/fault.h"
+#include "base/error.h"
+#include "base/export.h"
 #include "sync/sync.h"
 #include "sync/waitq.h"
 
@@ -58,10 +59,10 @@ USCHED_EXPORT int usched_chan_create(usched_chan_t **out, size_t capacity)
     *out = NULL;
     if (capacity > ((size_t)1 << 40))
         return usched__error(EINVAL, "chan_create: capacity %zu is too large", capacity);
-    usched_chan_t *c = calloc(1, sizeof *c);
+    usched_chan_t *c = usched__calloc(1, sizeof *c);
     if (!c) return usched__error(ENOMEM, "chan_create: out of memory");
     if (capacity) {
-        c->ring = malloc(capacity * sizeof *c->ring);
+        c->ring = usched__malloc(capacity * sizeof *c->ring);
         if (!c->ring) {
             free(c);
             return usched__error(ENOMEM, "chan_create: no memory for %zu slots", capacity);
@@ -102,7 +103,7 @@ static int send_now(usched_chan_t *c, void *msg)
         r->msg = msg;
         usched__wtok_t tok = usched__wq_claim(r, 0);
         CHAN_UNLOCK(c);
-        usched__wq_wake(tok, USCHED_SEL_SYNC);
+        usched__wq_wake(tok, USCHED__WAKE_SYNC);
         return 1;
     }
     if (c->count < c->cap) {
@@ -151,7 +152,7 @@ USCHED_EXPORT int usched_chan_send(usched_chan_t *c, void *msg)
         return usched__error(EPIPE, "chan_send: channel is closed");
     }
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, USCHED__TBLK_chan);
     w.msg = msg;
     usched__wq_push(&c->sendq, &w);
     w.lk = &c->recvq; /* the channel lock guards the send queue too */
@@ -172,7 +173,7 @@ USCHED_EXPORT int usched_chan_try_send(usched_chan_t *c, void *msg)
     return -EAGAIN;
 }
 
-static int recv(usched_chan_t *c, void **msg, uint64_t timeout_ns, const char *op)
+static int chan_recv(usched_chan_t *c, void **msg, uint64_t timeout_ns, const char *op)
 {
     int rc = check(c, op);
     if (rc) return rc;
@@ -188,7 +189,7 @@ static int recv(usched_chan_t *c, void **msg, uint64_t timeout_ns, const char *o
         return -ETIMEDOUT;
     }
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, USCHED__TBLK_chan);
     usched__wq_push(&c->recvq, &w);
     rc = usched__wq_wait(&c->recvq, &w, timeout_ns);
     if (rc == 0) {
@@ -202,12 +203,12 @@ static int recv(usched_chan_t *c, void **msg, uint64_t timeout_ns, const char *o
 
 USCHED_EXPORT int usched_chan_recv(usched_chan_t *c, void **msg)
 {
-    return recv(c, msg, UINT64_MAX, "chan_recv");
+    return chan_recv(c, msg, UINT64_MAX, "chan_recv");
 }
 
 USCHED_EXPORT int usched_chan_recv_timeout(usched_chan_t *c, void **msg, uint64_t timeout_ns)
 {
-    return recv(c, msg, timeout_ns, "chan_recv_timeout");
+    return chan_recv(c, msg, timeout_ns, "chan_recv_timeout");
 }
 
 USCHED_EXPORT int usched_chan_try_recv(usched_chan_t *c, void **msg)

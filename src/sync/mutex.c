@@ -23,15 +23,16 @@
 #include <errno.h>
 
 #include "arch/arch.h"
-#include "core/error.h"
-#include "core/export.h"
+#include "base/error.h"
+#include "base/export.h"
 #include "sync/waitq.h"
 
 enum { M_LOCKED = 1u, M_WAITERS = 2u };
 
-/* Spin iterations (pause + load) before parking: ~2-4 us on the EPYC VM.
- * Only useful when the holder runs on another CPU; a holder on this CPU
- * cannot release while we spin, so the spin is kept short. */
+/* Spin iterations (pause + load) before parking: ~2-4 us on the EPYC VM,
+ * a few times the ~1.1 us cross-CPU hand-off (docs/sync.md). Only useful
+ * when the holder runs on another CPU; a holder on this CPU cannot release
+ * while we spin, so the spin is kept short. Not swept over other values. */
 enum { MUTEX_SPIN = 64 };
 
 static int mcheck(const usched_mutex_t *m, const char *op)
@@ -109,7 +110,7 @@ static void lock_slow(usched_mutex_t *m, uintptr_t me)
         }
     }
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, USCHED__TBLK_mutex);
     usched__wq_push(&m->_wq, &w);
     /* Woken owning the mutex: the unlocker set _owner to us. */
     usched__wq_wait(&m->_wq, &w, UINT64_MAX);
@@ -203,7 +204,7 @@ static int cond_wait(usched_cond_t *c, usched_mutex_t *m, uint64_t timeout_ns, c
     if ((rc = check_owner(m, op))) return rc;
     if (timeout_ns == 0) return -ETIMEDOUT;
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, USCHED__TBLK_cond);
     usched__wq_lock(&c->_wq);
     usched__wq_push(&c->_wq, &w);
     unlock(m);

@@ -9,8 +9,8 @@
  */
 #include <errno.h>
 
-#include "core/error.h"
-#include "core/export.h"
+#include "base/error.h"
+#include "base/export.h"
 #include "sync/waitq.h"
 
 #define SEM_MAX 0xffffffffull
@@ -26,10 +26,10 @@ static int wcheck(const usched_wg_t *w, const char *op)
 }
 
 /* Links the caller on q (locked) and parks until claimed. */
-static int park(struct usched__waitq *q)
+static int park(struct usched__waitq *q, int blk)
 {
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, blk);
     usched__wq_push(q, &w);
     return usched__wq_wait(q, &w, UINT64_MAX);
 }
@@ -58,7 +58,7 @@ USCHED_EXPORT int usched_sem_wait(usched_sem_t *s)
         usched__wq_unlock(&s->_wq);
         return 0;
     }
-    return park(&s->_wq); /* woken holding the poster's permit */
+    return park(&s->_wq, USCHED__TBLK_sem); /* woken holding the poster's permit */
 }
 
 USCHED_EXPORT int usched_sem_post(usched_sem_t *s)
@@ -136,5 +136,5 @@ USCHED_EXPORT int usched_wg_wait(usched_wg_t *w)
         usched__wq_unlock(&w->_wq);
         return 0;
     }
-    return park(&w->_wq);
+    return park(&w->_wq, USCHED__TBLK_wg);
 }

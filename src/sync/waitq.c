@@ -24,10 +24,14 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
-#include "core/error.h"
-#include "core/export.h"
+#include "base/error.h"
+#include "base/export.h"
 #include "sync/waitq.h"
 
+/* Spins (pause + load) on a busy wait-queue lock, or on a claim in flight,
+ * before the thread yields its CPU: the lock is held for a few dozen
+ * instructions, so 256 rounds outlast any holder that is running; only a
+ * preempted holder makes the spinner yield. Not measured or swept. */
 enum { SPIN_BEFORE_YIELD = 256 };
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -35,7 +39,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-int usched__sync_check(const void *obj, const uint32_t *magic, const char *what, const char *call)
+int usched__sync_check_slow(const void *obj, const uint32_t *magic, const char *what, const char *call)
 {
     if (!obj) return usched__error(EINVAL, "%s: %s is NULL", call, what);
     uint32_t m = __atomic_load_n(magic, __ATOMIC_RELAXED);
@@ -95,8 +99,9 @@ static void unlock_after_park(void *arg)
     usched__wq_unlock(arg);
 }
 
-void usched__waiter_init(struct usched__waiter *w)
+void usched__waiter_init(struct usched__waiter *w, int blk)
 {
+    w->blk = (uint8_t)blk;
     w->next = w->prev = NULL;
     w->q = w->lk = NULL;
     w->task = usched__current();
@@ -244,7 +249,7 @@ static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64
         armed = true;
     }
     /* Q1: the lock is released once this fiber is switched out. */
-    usched__block(lk ? unlock_after_park : NULL, lk);
+    usched__block_on(w->blk, lk ? unlock_after_park : NULL, lk);
     if (armed && !usched__timer_cancel(&w->timer)) {
         /* Q4: the callback left the heap; wait until it is done with w. */
         for (unsigned spins = 0; !atomic_load_explicit(&w->timer_done, memory_order_acquire);)
@@ -304,7 +309,7 @@ USCHED_EXPORT int usched_sleep_ns(uint64_t ns)
         return 0;
     }
     struct usched__waiter w;
-    usched__waiter_init(&w);
+    usched__waiter_init(&w, USCHED__TBLK_sleep);
     int rc = usched__wq_wait(NULL, &w, ns);
     if (rc == -ETIMEDOUT) return 0;
     if (rc < 0) return usched__error(-rc, "sleep: cannot arm a timer");

@@ -28,7 +28,7 @@
  *       worker, and the fiber waits for the callback's "done" word before
  *       its stack frame (the waiter) goes away.
  * Wake-ups go through usched__wake, so the policy places the woken fiber
- * (with USCHED_SEL_SYNC where the waker is about to block).
+ * (with USCHED__WAKE_SYNC where the waker is about to block).
  */
 #ifndef USCHED_SYNC_WAITQ_H
 #define USCHED_SYNC_WAITQ_H
@@ -38,8 +38,8 @@
 #include <stdint.h>
 
 #include "core/sched.h"
+#include "core/trace.h"
 #include "usched.h"
-#include "usched/policy.h" /* USCHED_SEL_SYNC */
 
 enum { WQ_PENDING = 0, WQ_WOKEN = 1, WQ_TIMEDOUT = 2 };
 
@@ -57,6 +57,7 @@ struct usched__waiter {
     int timed;                          /* a timeout may race the wakers (set before unlock) */
     int result;                         /* written by the claimer before the CAS */
     void *msg;                          /* channel message (either direction) */
+    uint8_t blk;                        /* what it waits for (USCHED__TBLK_*, for traces) */
     usched__timer_t timer;              /* armed by a timed fiber wait */
     _Atomic uint32_t timer_done;        /* set by the timer callback as its last touch */
 };
@@ -85,7 +86,8 @@ static inline void usched__wq_unlock(struct usched__waitq *q)
 }
 
 /* Prepares a waiter for the calling fiber or thread. */
-void usched__waiter_init(struct usched__waiter *w);
+/* blk: what it waits for (USCHED__TBLK_*, core/trace.h), shown in traces. */
+void usched__waiter_init(struct usched__waiter *w, int blk);
 
 /* Under the lock: link w at the tail (w->lk = q: set w->lk after this when
  * another queue's lock guards q). */
@@ -98,17 +100,11 @@ struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
 /* Under the lock: unlinks w (which must be queued on q). */
 void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w);
 
-/* Under the lock: the first waiter without unlinking it (NULL if none). */
-static inline struct usched__waiter *usched__wq_first(const struct usched__waitq *q)
-{
-    return (struct usched__waiter *)q->head;
-}
-
 /* Under the lock: claims a waiter already unlinked (usched__wq_pop) with
  * `result`: returns its wake token. */
 usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result);
 
-/* After the lock is released: wakes a claimed waiter. flags: USCHED_SEL_SYNC
+/* After the lock is released: wakes a claimed waiter. flags: USCHED__WAKE_SYNC
  * when the caller is about to block. */
 void usched__wq_wake(usched__wtok_t tok, unsigned flags);
 
@@ -131,15 +127,20 @@ static inline uint32_t usched__wq_len(const struct usched__waitq *q)
     return __atomic_load_n(&q->nwaiters, __ATOMIC_RELAXED);
 }
 
-static inline bool usched__sync_live(uint32_t magic)
-{
-    return magic == USCHED__SYNC_MAGIC;
-}
-
 /* Checks an object argument of public call `call` ("mutex_lock"): 0, or
  * -EINVAL with the detail "<call>: <what> is NULL" / "... the <what> is not
  * initialised" / "... the <what> was destroyed". */
-int usched__sync_check(const void *obj, const uint32_t *magic, const char *what, const char *call);
+int usched__sync_check_slow(const void *obj, const uint32_t *magic, const char *what, const char *call);
+/* Inline for the live object (every channel and mutex operation checks
+ * one: the call cost about 35 instructions of a rendezvous round trip's
+ * 2000, bench/micro/count_locked.py); the slow path words the error. */
+static inline int usched__sync_check(const void *obj, const uint32_t *magic, const char *what,
+                                     const char *call)
+{
+    if (__builtin_expect(obj != NULL, 1) && __atomic_load_n(magic, __ATOMIC_RELAXED) == USCHED__SYNC_MAGIC)
+        return 0;
+    return usched__sync_check_slow(obj, magic, what, call);
+}
 
 /* The _init calls: -EINVAL for NULL ("<what>_init: <what> is NULL"), else
  * zeroes the object's `size` bytes and marks it live. */

@@ -1,5 +1,5 @@
 /*
- * Topology printers (DESIGN section 4) and the public usched_topo_print.
+ * Topology printers (docs/topology.md) and the public usched_topo_print.
  *
  *   tree  hwloc's tree, indented two columns a level, caches with sizes,
  *         NUMA nodes with memory, each object with its usched CPU list.
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "usched.h"
-#include "core/error.h"
-#include "core/export.h"
+#include "base/error.h"
+#include "base/export.h"
 #include "topo/topo_impl.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -38,7 +38,7 @@ static int first_cpu(const usched__topo_t *t, const uint64_t *mask)
         if ((mask)[c / 64] >> (c % 64) & 1)
 
 /* "0-5,12,14-15" (dense CPU numbers), or "none". */
-static void put_list(FILE *f, const usched__topo_t *t, const uint64_t *mask)
+void usched__topo_put_list(FILE *f, const usched__topo_t *t, const uint64_t *mask)
 {
     int any = 0;
     for (int c = 0; c < t->ncpus;) {
@@ -206,7 +206,7 @@ static void tree_obj(FILE *f, const usched__topo_t *t, hwloc_obj_t o, int depth,
     }
     mask_of_set(t, o->cpuset, tmp);
     fputs(": cpus ", f);
-    put_list(f, t, tmp);
+    usched__topo_put_list(f, t, tmp);
     fputc('\n', f);
     for (hwloc_obj_t m = o->memory_first_child; m; m = m->next_sibling)
         tree_obj(f, t, m, depth + 1, tmp);
@@ -227,7 +227,7 @@ static int print_tree(const usched__topo_t *t, FILE *f)
             for (int c = 0; c < t->ncpus; c++)
                 if (t->kind[c] == k) tmp[c / 64] |= UINT64_C(1) << (c % 64);
             fprintf(f, "%s%d: ", k ? "; " : "", k);
-            put_list(f, t, tmp);
+            usched__topo_put_list(f, t, tmp);
         }
         fputc(')', f);
     }
@@ -265,7 +265,7 @@ static int print_json(const usched__topo_t *t, FILE *f)
         fprintf(f, "    \"%s\": [\n", usched__topo_level_name(l));
         for (int g = 0; g < t->ngroups[l]; g++) {
             fprintf(f, "      {\"id\": %ld, \"cpus\": \"", group_id(t, l, g));
-            put_list(f, t, usched__topo_group_mask(t, l, g));
+            usched__topo_put_list(f, t, usched__topo_group_mask(t, l, g));
             fprintf(f, "\"}%s\n", g + 1 < t->ngroups[l] ? "," : "");
         }
         fprintf(f, "    ]%s\n", l + 1 < TOPO_MACHINE ? "," : "");
@@ -276,10 +276,16 @@ static int print_json(const usched__topo_t *t, FILE *f)
 
 /* ---- entry points ------------------------------------------------------------ */
 
+static int print_emulate(const usched__topo_t *t, FILE *f)
+{
+    return usched__topo_print_emulate(t, f); /* src/topo/emulate.c */
+}
+
 #define TOPO_FORMATS(X)                                                         \
     X(tree)                                                                     \
     X(dfly)                                                                     \
-    X(json)
+    X(json)                                                                     \
+    X(emulate)
 
 static const struct {
     const char *name;
@@ -308,12 +314,17 @@ USCHED_EXPORT int usched_topo_print(FILE *f, const char *input, const char *cpus
                                     const char *format)
 {
     if (find_format(format) < 0)
-        return usched__error(EINVAL, "format '%s': unknown (tree, dfly or json)", format);
+        return usched__error(EINVAL, "format '%s': unknown (tree, dfly, json or emulate)", format);
     if (!f) return usched__error(EINVAL, "topo: no output stream");
     char err[512];
     usched__topo_t *t;
     int r = usched__topo_load(&t, input, cpus, err, sizeof err);
     if (r < 0) return usched__error(-r, "%s", err);
+    if (format && !strcmp(format, "emulate") && t->live) {
+        usched__topo_free(t);
+        return usched__error(EINVAL, "emulate: needs a virtual topology (--input: an hwloc "
+                                     "synthetic string, an XML file or a captured root)");
+    }
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);

@@ -1,5 +1,5 @@
 /*
- * Topology loading (hwloc) and the read-only model of DESIGN section 4.
+ * Topology loading (hwloc) and the read-only model of docs/topology.md.
  *
  * Loading: hwloc builds its tree from one of four sources (this machine, a
  * synthetic string, an XML file, a captured Linux root); an optional CPU
@@ -33,17 +33,39 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fault.h"
 #include "topo/topo_impl.h"
 
-static const char *const level_names[TOPO_NLEVELS] = {
-    [TOPO_SMT] = "smt",         [TOPO_L2] = "l2",     [TOPO_LLC] = "llc",
-    [TOPO_PACKAGE] = "package", [TOPO_NUMA] = "numa", [TOPO_MACHINE] = "machine",
+static const char *const level_names[] = {
+#define X(id, name, desc) [USCHED_LVL_##id] = #name,
+    USCHED_LEVEL_MAP(X)
+#undef X
 };
+
+/* The hwloc object each level stands for when the machine has it (level_obj
+ * below says what stands in when it does not), in the order of the levels. */
+static const hwloc_obj_type_t level_hwloc[] = {
+    [TOPO_SMT] = HWLOC_OBJ_CORE,         [TOPO_L2] = HWLOC_OBJ_L2CACHE,
+    [TOPO_LLC] = HWLOC_OBJ_L3CACHE,      [TOPO_PACKAGE] = HWLOC_OBJ_PACKAGE,
+    [TOPO_NUMA] = HWLOC_OBJ_NUMANODE,    [TOPO_MACHINE] = HWLOC_OBJ_MACHINE,
+};
+_Static_assert(sizeof level_names / sizeof *level_names == USCHED_NLEVELS &&
+                   sizeof level_hwloc / sizeof *level_hwloc == USCHED_NLEVELS,
+               "one name and one hwloc object per level of USCHED_LEVEL_MAP");
+_Static_assert(TOPO_SMT == 0 && TOPO_MACHINE == USCHED_NLEVELS - 1,
+               "levels run from the core (0) to the machine");
 
 const char *usched__topo_level_name(int level)
 {
     if (level < 0 || level >= TOPO_NLEVELS) return "?";
     return level_names[level];
+}
+
+int usched__topo_level_of(const char *name)
+{
+    for (int l = 0; name && l < TOPO_NLEVELS; l++)
+        if (strcmp(name, level_names[l]) == 0) return l;
+    return -1;
 }
 
 /* ---- loading ---------------------------------------------------------------- */
@@ -61,7 +83,7 @@ static int env_push(struct saved_env *e, const char *name, const char *value)
 {
     const char *old = getenv(name);
     e->name = name;
-    e->old = old ? strdup(old) : NULL;
+    e->old = old ? usched__strdup(old) : NULL;
     if (old && !e->old) return -ENOMEM;
     return setenv(name, value, 1) == 0 ? 0 : -ENOMEM;
 }
@@ -74,6 +96,38 @@ static void env_pop(struct saved_env *e)
     free(e->old);
     e->name = NULL;
     e->old = NULL;
+}
+
+/* Most CPUs a topology may have: Linux's own limit (NR_CPUS is at most 8192
+ * on x86-64, 4096 on arm64). The model keeps an ncpus x ncpus distance order
+ * (256 MiB at 8192); a synthetic "pack:1000 core:1000 pu:1000" would
+ * otherwise keep hwloc building objects for minutes. */
+#define TOPO_MAX_CPUS 8192
+
+/* The number of PUs an hwloc synthetic string describes, as the product of
+ * the arities of its levels ("type:N" or "N", N as strtoul base 0 reads it;
+ * attributes in parentheses and
+ * memory children in brackets do not multiply). Saturates above
+ * TOPO_MAX_CPUS; hwloc itself judges the syntax. */
+static long synthetic_cpus(const char *s)
+{
+    long n = 1;
+    while (*s) {
+        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+        const char *tok = s;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') s++;
+        if (tok == s || *tok == '[') continue;
+        const char *c = tok;
+        for (const char *p = tok; p < s && *p != '('; p++)
+            if (*p == ':') c = p + 1;
+        if (*c < '0' || *c > '9') continue;
+        /* hwloc reads arities with strtoul base 0: "0xff2" is 4082 (found
+         * by tests/fuzz/fuzz_topo_synthetic). */
+        unsigned long v = strtoul(c, NULL, 0);
+        if (v > TOPO_MAX_CPUS) v = TOPO_MAX_CPUS + 1;
+        if (v > 0) n = n * (long)v > TOPO_MAX_CPUS ? TOPO_MAX_CPUS + 1 : n * (long)v;
+    }
+    return n;
 }
 
 /* Which source `input` names (see usched__topo_load); -ENOENT/-EINVAL with
@@ -96,6 +150,12 @@ static int classify(const char *input, enum topo_source *kind, char *err, size_t
         }
     } else if (stat(input, &st) == 0) {
         *kind = TOPO_SRC_XML;
+        if (!S_ISREG(st.st_mode)) {
+            /* hwloc would read a device or FIFO forever (/dev/zero). */
+            snprintf(err, errlen, "input '%s': not a regular file, a directory or a synthetic string",
+                     input);
+            return -EINVAL;
+        }
     } else if (strchr(input, '/') || strstr(input, ".xml") || !strchr(input, ':')) {
         /* Synthetic descriptions are "type:count" lists; anything else that
          * does not exist was meant as a path. */
@@ -103,8 +163,238 @@ static int classify(const char *input, enum topo_source *kind, char *err, size_t
         return -ENOENT;
     } else {
         *kind = TOPO_SRC_SYNTHETIC;
+        long n = synthetic_cpus(input);
+        if (n > TOPO_MAX_CPUS) {
+            snprintf(err, errlen, "input '%s': describes more than %d CPUs, the most usched supports",
+                     input, TOPO_MAX_CPUS);
+            return -EINVAL;
+        }
     }
     return 0;
+}
+
+/* Largest OS index a CPU may have (the model keeps a table indexed by it);
+ * Linux numbers CPUs below NR_CPUS, at most 8192. */
+#define TOPO_MAX_OS_INDEX 65535
+
+/* Attribute bits of an XML <object> tag that xml_check looks at. */
+enum { XML_CPUSET = 1, XML_COMPLETE_CPUSET = 2, XML_NODESET = 4, XML_COMPLETE_NODESET = 8,
+       XML_BAD_SET = 16 /* a set whose value hwloc cannot parse */ };
+
+/* Whether hwloc parses the n characters at v as a bitmap: hwloc 2.9.0
+ * dereferences the NULL bitmap of a set it failed to parse ("", "0x", "zz"),
+ * so such a file is refused first (tests/fuzz/fuzz_topo_xml). Its parser
+ * also fails an assertion on a set that starts with a comma (",0x2",
+ * ", 1"; every other string of up to 5 characters of ",0xf. 1-" was
+ * tried), so those are refused without asking it. */
+static bool xml_set_parses(const char *v, size_t n)
+{
+    char buf[4096];
+    if (n == 0 || v[0] == ',' || n >= sizeof buf) return false;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    bool ok = b && hwloc_bitmap_sscanf(b, buf) == 0;
+    hwloc_bitmap_free(b);
+    return ok;
+}
+
+/* The set attributes of the <object tag starting at p ("<object"): bits
+ * above; *pu_os receives the OS index of a PU (-1 when it has none, -2 for
+ * any other type; saturated above TOPO_MAX_OS_INDEX). Stops at the tag's end
+ * or at anything that is not name="value" (hwloc rejects that itself). */
+static int xml_object_sets(const char *p, long *pu_os)
+{
+    int is_pu = 0;
+    long os = -1;
+    static const struct { const char *name; int bit; } sets[] = {
+        {"cpuset", XML_CPUSET}, {"complete_cpuset", XML_COMPLETE_CPUSET},
+        {"nodeset", XML_NODESET}, {"complete_nodeset", XML_COMPLETE_NODESET},
+        {"allowed_cpuset", 0}, {"allowed_nodeset", 0}}; /* optional, but parsed all the same */
+    int have = 0;
+    p += strlen("<object");
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        const char *name = p;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == '-' ||
+               *p == ':' || (*p >= '0' && *p <= '9'))
+            p++;
+        size_t n = (size_t)(p - name);
+        if (!n || *p != '=' || (p[1] != '"' && p[1] != '\'')) break;
+        const char *val = p + 2, *close = strchr(val, p[1]);
+        if (!close) break;
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+            if (strlen(sets[i].name) == n && !strncmp(name, sets[i].name, n))
+                have |= xml_set_parses(val, (size_t)(close - val)) ? sets[i].bit : XML_BAD_SET;
+        if (n == 4 && !strncmp(name, "type", 4)) is_pu = close - val == 2 && !strncmp(val, "PU", 2);
+        if (n == 8 && !strncmp(name, "os_index", 8)) {
+            os = 0;
+            for (const char *d = val; d < close && os <= TOPO_MAX_OS_INDEX; d++)
+                os = *d >= '0' && *d <= '9' ? os * 10 + (*d - '0') : TOPO_MAX_OS_INDEX + 1;
+        }
+        p = close + 1;
+    }
+    *pu_os = is_pu ? os : -2;
+    return have;
+}
+
+/* Whether the tag starting at p ('<' then its name) names an attribute twice,
+ * which XML forbids (well-formedness constraint "Unique Att Spec"). hwloc
+ * 2.9.0 dereferences a NULL set on an object with a long unknown attribute
+ * followed by repeated set attributes (tests/fuzz/fuzz_topo_xml). Stops at
+ * the tag's end or at anything that is not name="value"; a tag with more
+ * attributes than any hwloc writes counts as a repeat. */
+static bool xml_tag_repeats(const char *p)
+{
+    enum { MAX_ATTRS = 64 };
+    const char *names[MAX_ATTRS];
+    size_t lens[MAX_ATTRS], k = 0;
+    for (p++; *p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '>'; p++) {
+    }
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        const char *name = p;
+        while (*p && *p != '=' && *p != '>' && *p != '/' && *p != ' ' && *p != '\t' && *p != '\n' &&
+               *p != '\r')
+            p++;
+        size_t n = (size_t)(p - name);
+        if (!n || *p != '=' || (p[1] != '"' && p[1] != '\'')) return false;
+        const char *close = strchr(p + 2, p[1]);
+        if (!close) return false;
+        for (size_t i = 0; i < k; i++)
+            if (lens[i] == n && !memcmp(names[i], name, n)) return true;
+        if (k == MAX_ATTRS) return true;
+        names[k] = name;
+        lens[k++] = n;
+        p = close + 1;
+    }
+}
+
+/* hwloc 2.9.0 (Debian 12) dereferences a missing set while loading an XML
+ * object that has a cpuset or nodeset but not all four of cpuset,
+ * complete_cpuset, nodeset and complete_nodeset: a crafted file crashes the
+ * process (found by tests/fuzz/fuzz_topo_xml; hwloc later rejects such
+ * objects itself, open-mpi/hwloc pull request 783). hwloc's exporter always
+ * writes the four together, so such an object is refused here, before hwloc
+ * reads the file. */
+static int xml_check(const char *input, char *err, size_t errlen)
+{
+    FILE *f = fopen(input, "re");
+    if (!f) {
+        snprintf(err, errlen, "input '%s': cannot read (%s)", input, strerror(errno));
+        return -EINVAL;
+    }
+    char *buf = NULL;
+    size_t cap = 0, len = 0, n;
+    int r = 0;
+    do {
+        if (len + 1 >= cap) {
+            char *nb = cap < (256u << 20) ? usched__realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
+            if (!nb) {
+                snprintf(err, errlen, "input '%s': XML file too large or out of memory", input);
+                r = -ENOMEM;
+                break;
+            }
+            buf = nb;
+        }
+        n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+    } while (n > 0);
+    fclose(f);
+    if (r < 0) {
+        free(buf);
+        return r;
+    }
+    buf[len] = '\0';
+    /* XML has no NUL character; hwloc 2.9.0's parser reads past one. */
+    if (memchr(buf, '\0', len)) {
+        snprintf(err, errlen, "input '%s': not an XML file (it holds a NUL byte)", input);
+        free(buf);
+        return -EINVAL;
+    }
+    /* hwloc 2.9.0's parser reads past the end of the file when a tag or a
+     * quoted attribute value is still open there ('<topology version="2.0',
+     * '<topologyversion="2.0"'; tests/fuzz/fuzz_topo_xml): every tag must
+     * end with '>', every value in it with its quote. */
+    for (const char *p = buf; (p = strchr(p, '<')); ) {
+        const char *why = xml_tag_repeats(p) ? "a tag names an attribute twice" : NULL;
+        for (p++; !why; p++) {
+            if (!*p) {
+                why = "a tag is never closed";
+            } else if ((*p == '"' || *p == '\'') && p[-1] == '=') {
+                const char *close = strchr(p + 1, *p);
+                if (!close) why = "a quoted value is never closed";
+                else p = close;
+            }
+            if (why || !*p || *p == '>') break;
+        }
+        if (why) {
+            snprintf(err, errlen, "input '%s': not an XML file (%s)", input, why);
+            free(buf);
+            return -EINVAL;
+        }
+    }
+    int obj = 0;
+    for (const char *p = buf; (p = strstr(p, "<object")); p++) {
+        obj++;
+        long os;
+        int have = xml_object_sets(p, &os);
+        /* hwloc sets the bit of a PU's OS index in bitmaps while loading: a
+         * missing one (UINT_MAX) or a huge one costs it a gigabyte. */
+        if (os == -1 || os > TOPO_MAX_OS_INDEX) {
+            snprintf(err, errlen, "input '%s': object %d is a CPU (PU) with %s OS index", input, obj,
+                     os == -1 ? "no" : "too large an");
+            r = -EINVAL;
+            break;
+        }
+        if (have & XML_BAD_SET) {
+            snprintf(err, errlen, "input '%s': object %d has a cpuset or nodeset that is not a bitmap", input,
+                     obj);
+            r = -EINVAL;
+            break;
+        }
+        if ((have & (XML_CPUSET | XML_NODESET)) && have != 0xf) {
+            snprintf(err, errlen,
+                     "input '%s': object %d has a cpuset or nodeset but not all of cpuset, "
+                     "complete_cpuset, nodeset and complete_nodeset",
+                     input, obj);
+            r = -EINVAL;
+            break;
+        }
+    }
+    free(buf);
+    return r;
+}
+
+/* Every PU has its own OS index, known and in range: an XML file may leave
+ * one out (hwloc then reports HWLOC_UNKNOWN_INDEX) or repeat one, and the
+ * dense numbering needs them distinct (found by tests/fuzz/fuzz_topo_xml). */
+static int check_os_indices(hwloc_topology_t hw, const char *input, char *err, size_t errlen)
+{
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc();
+    if (!seen) {
+        snprintf(err, errlen, "topology: out of memory");
+        return -ENOMEM;
+    }
+    int r = 0;
+    for (hwloc_obj_t pu = NULL; !r && (pu = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_PU, pu));) {
+        if (pu->os_index > TOPO_MAX_OS_INDEX) {
+            if (pu->os_index == HWLOC_UNKNOWN_INDEX)
+                snprintf(err, errlen, "input '%s': a CPU has no OS index", input ? input : "");
+            else
+                snprintf(err, errlen, "input '%s': a CPU has OS index %u, above %d",
+                         input ? input : "", pu->os_index, TOPO_MAX_OS_INDEX);
+            r = -EINVAL;
+        } else if (hwloc_bitmap_isset(seen, pu->os_index)) {
+            snprintf(err, errlen, "input '%s': two CPUs have OS index %u", input ? input : "",
+                     pu->os_index);
+            r = -EINVAL;
+        } else {
+            hwloc_bitmap_set(seen, pu->os_index);
+        }
+    }
+    hwloc_bitmap_free(seen);
+    return r;
 }
 
 /* Creates and loads the hwloc topology of `input`; sets *kind. */
@@ -114,10 +404,11 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
     hwloc_topology_t hw;
     struct saved_env e1 = {0}, e2 = {0}, e3 = {0};
     int r = classify(input, kind, err, errlen);
+    if (r == 0 && *kind == TOPO_SRC_XML) r = xml_check(input, err, errlen);
     if (r < 0) return r;
     if (*kind == TOPO_SRC_FSROOT) {
         /* hwloc reads both variables when it loads; the x86 backend would
-         * otherwise mix in this host's CPUID (shared/topologies/README.md). */
+         * otherwise mix in this host's CPUID (tests/data/topologies/README.md). */
         pthread_mutex_lock(&env_lock);
         r = env_push(&e1, "HWLOC_FSROOT", input);
         if (!r) r = env_push(&e2, "HWLOC_COMPONENTS", "linux,stop");
@@ -149,8 +440,8 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
         if (r < 0) {
             static const char *const why[] = {
                 [TOPO_SRC_LIVE] = "hwloc cannot read this machine's topology",
-                [TOPO_SRC_SYNTHETIC] = "malformed hwloc synthetic description "
-                                       "(expected levels like 'pack:2 l3:1 l2:6 core:1 pu:2')",
+                [TOPO_SRC_SYNTHETIC] = ("malformed hwloc synthetic description "
+                                        "(expected levels like 'pack:2 l3:1 l2:6 core:1 pu:2')"),
                 [TOPO_SRC_XML] = "not an XML topology hwloc can read",
                 [TOPO_SRC_FSROOT] = "hwloc cannot read this captured Linux root",
             };
@@ -165,10 +456,18 @@ static int hw_load(hwloc_topology_t *out, const char *input, enum topo_source *k
         pthread_mutex_unlock(&env_lock);
     }
     if (r < 0) return r;
-    if (hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU) <= 0) {
-        snprintf(err, errlen, "input '%s': the topology has no CPU", input ? input : "");
+    int npu = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
+    if (npu <= 0 || npu > TOPO_MAX_CPUS) {
+        if (npu <= 0) snprintf(err, errlen, "input '%s': the topology has no CPU", input ? input : "");
+        else
+            snprintf(err, errlen, "input '%s': %d CPUs, more than the %d usched supports",
+                     input ? input : "", npu, TOPO_MAX_CPUS);
         hwloc_topology_destroy(hw);
         return -EINVAL;
+    }
+    if ((r = check_os_indices(hw, input, err, errlen)) < 0) {
+        hwloc_topology_destroy(hw);
+        return r;
     }
     *out = hw;
     return 0;
@@ -184,7 +483,7 @@ static int cmp_uint(const void *a, const void *b)
 static unsigned *sorted_os(hwloc_topology_t hw, int *n)
 {
     *n = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
-    unsigned *os = malloc((size_t)*n * sizeof *os);
+    unsigned *os = usched__malloc((size_t)*n * sizeof *os);
     if (!os) return NULL;
     for (int i = 0; i < *n; i++) os[i] = hwloc_get_obj_by_type(hw, HWLOC_OBJ_PU, i)->os_index;
     qsort(os, (size_t)*n, sizeof *os, cmp_uint);
@@ -198,7 +497,7 @@ static int restrict_cpus(hwloc_topology_t hw, const char *cpus, char *err, size_
     int n, r = 0;
     unsigned *os = sorted_os(hw, &n);
     int words = (n + 63) / 64;
-    uint64_t *mask = calloc((size_t)words, sizeof *mask);
+    uint64_t *mask = usched__calloc((size_t)words, sizeof *mask);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!os || !mask || !set) {
         snprintf(err, errlen, "cpus '%s': out of memory", cpus);
@@ -235,13 +534,13 @@ static hwloc_obj_t level_obj(usched__topo_t *t, hwloc_obj_t pu, int level, hwloc
 {
     hwloc_obj_t o;
     switch (level) {
-    case TOPO_SMT: return (o = ancestor(pu, HWLOC_OBJ_CORE)) ? o : pu;
-    case TOPO_L2: return (o = ancestor(pu, HWLOC_OBJ_L2CACHE)) ? o : level_obj(t, pu, TOPO_SMT, numa);
+    case TOPO_SMT: return (o = ancestor(pu, level_hwloc[TOPO_SMT])) ? o : pu;
+    case TOPO_L2: return (o = ancestor(pu, level_hwloc[TOPO_L2])) ? o : level_obj(t, pu, TOPO_SMT, numa);
     case TOPO_LLC:
-        if ((o = ancestor(pu, HWLOC_OBJ_L3CACHE))) return o;
-        if ((o = ancestor(pu, HWLOC_OBJ_L2CACHE))) return o;
+        if ((o = ancestor(pu, level_hwloc[TOPO_LLC]))) return o;
+        if ((o = ancestor(pu, level_hwloc[TOPO_L2]))) return o;
         return level_obj(t, pu, TOPO_PACKAGE, numa);
-    case TOPO_PACKAGE: return (o = ancestor(pu, HWLOC_OBJ_PACKAGE)) ? o : hwloc_get_root_obj(t->hw);
+    case TOPO_PACKAGE: return (o = ancestor(pu, level_hwloc[TOPO_PACKAGE])) ? o : hwloc_get_root_obj(t->hw);
     case TOPO_NUMA: return numa ? numa : hwloc_get_root_obj(t->hw);
     default: return hwloc_get_root_obj(t->hw);
     }
@@ -262,7 +561,7 @@ static hwloc_obj_t local_numa(hwloc_topology_t hw, hwloc_obj_t pu)
 
 static void *xcalloc(size_t n, size_t size, int *fail)
 {
-    void *p = calloc(n ? n : 1, size);
+    void *p = usched__calloc(n ? n : 1, size);
     if (!p) *fail = 1;
     return p;
 }
@@ -389,7 +688,7 @@ int usched__topo_load(usched__topo_t **out, const char *input, const char *cpus,
 {
     *out = NULL;
     if (errlen) err[0] = '\0';
-    usched__topo_t *t = calloc(1, sizeof *t);
+    usched__topo_t *t = usched__calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errlen, "topology: out of memory");
         return -ENOMEM;
@@ -413,14 +712,18 @@ int usched__topo_load(usched__topo_t **out, const char *input, const char *cpus,
     return 0;
 }
 
-void usched__topo_free(usched__topo_t *t)
+/* Frees the model built by build_model (not the hwloc topology). */
+static void free_model(usched__topo_t *t)
 {
-    if (!t) return;
     for (int l = 0; l < TOPO_NLEVELS; l++) {
         free(t->group[l]);
         free(t->gobj[l]);
         free(t->masks[l]);
         free(t->weight[l]);
+        t->group[l] = NULL;
+        t->gobj[l] = NULL;
+        t->masks[l] = NULL;
+        t->weight[l] = NULL;
     }
     free(t->os);
     free(t->pu);
@@ -428,6 +731,39 @@ void usched__topo_free(usched__topo_t *t)
     free(t->cpu_of_os);
     free(t->order);
     free(t->band);
+    t->os = t->cpu_of_os = t->kind = t->order = t->band = NULL;
+    t->pu = NULL;
+    t->smt_width = 0;
+}
+
+int usched__topo_restrict(usched__topo_t *t, const uint64_t *mask, char *err, size_t errlen)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int r = set ? 0 : -ENOMEM, n = 0;
+    for (int c = 0; set && c < t->ncpus; c++)
+        if (mask[c / 64] >> (c % 64) & 1) hwloc_bitmap_set(set, (unsigned)t->os[c]), n++;
+    if (!r && !n) {
+        snprintf(err, errlen, "topology: cannot restrict to no CPU");
+        r = -EINVAL;
+    } else if (!r && hwloc_topology_restrict(t->hw, set, HWLOC_RESTRICT_FLAG_REMOVE_CPULESS) < 0) {
+        /* hwloc leaves the topology unusable only on ENOMEM; the model
+         * still describes it otherwise. */
+        snprintf(err, errlen, "topology: hwloc cannot restrict it (%s)", strerror(errno));
+        r = errno == ENOMEM ? -ENOMEM : -EINVAL;
+    } else if (!r) {
+        free_model(t);
+        if ((r = build_model(t)) < 0) snprintf(err, errlen, "topology: out of memory");
+    } else {
+        snprintf(err, errlen, "topology: out of memory");
+    }
+    hwloc_bitmap_free(set);
+    return r;
+}
+
+void usched__topo_free(usched__topo_t *t)
+{
+    if (!t) return;
+    free_model(t);
     if (t->hw) hwloc_topology_destroy(t->hw);
     free(t);
 }

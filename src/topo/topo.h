@@ -1,5 +1,5 @@
 /*
- * Topology model (DESIGN section 4). Loaded once per scheduler with hwloc,
+ * Topology model (docs/topology.md). Loaded once per scheduler with hwloc,
  * then read-only: every query below is O(1) or O(mask words).
  *
  * CPUs are numbered 0..ncpus-1 densely in increasing OS index; the OS index
@@ -22,20 +22,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum topo_level {
-    TOPO_SMT = 0,
-    TOPO_L2,
-    TOPO_LLC,
-    TOPO_PACKAGE,
-    TOPO_NUMA,
-    TOPO_MACHINE,
-    TOPO_NLEVELS
-};
+#include "usched/policy.h" /* enum usched_level, USCHED_LEVEL_MAP */
+
+/* The levels are those of the policy interface (one list, USCHED_LEVEL_MAP);
+ * short names for the library's own code. */
+#define TOPO_SMT USCHED_LVL_SMT
+#define TOPO_L2 USCHED_LVL_L2
+#define TOPO_LLC USCHED_LVL_LLC
+#define TOPO_PACKAGE USCHED_LVL_PACKAGE
+#define TOPO_NUMA USCHED_LVL_NUMA
+#define TOPO_MACHINE USCHED_LVL_MACHINE
+#define TOPO_NLEVELS USCHED_NLEVELS
 
 typedef struct usched__topo usched__topo_t;
 
-/* Name of a level ("smt", "l2", "llc", "package", "numa", "machine"). */
+/* Name of a level ("core", "l2", "llc", "package", "numa", "machine"), "?"
+ * out of range; the level of a name, -1 if none. */
 const char *usched__topo_level_name(int level);
+int usched__topo_level_of(const char *name);
 
 /* Loads a topology. input NULL or "" = this machine (restricted to the CPUs
  * the process may use); otherwise a directory (captured Linux root), an
@@ -81,9 +85,66 @@ int usched__topo_smt_width(const usched__topo_t *t);
 const int *usched__topo_order(const usched__topo_t *t, int cpu);
 const int *usched__topo_band_end(const usched__topo_t *t, int cpu);
 
-/* Printers (DESIGN section 4): format "tree", "dfly" or "json". -EINVAL for an
+/* Printers (docs/topology.md): format "tree", "dfly" or "json". -EINVAL for an
  * unknown format (nothing printed). */
 int usched__topo_print(const usched__topo_t *t, FILE *f, const char *format);
+
+/* Restricts a loaded topology to the CPUs of `mask` (dense numbers, at least
+ * one) and rebuilds the model: CPUs are renumbered densely. -EINVAL for an
+ * empty mask, -ENOMEM; after -ENOMEM the topology may only be freed. */
+int usched__topo_restrict(usched__topo_t *t, const uint64_t *mask, char *err, size_t errlen);
+
+/* ---- CPU quota (quota.c, docs/quota.md) ----------------------------------------
+ * The cgroup CPU bandwidth limit of the process (v2 cpu.max, v1
+ * cpu.cfs_quota_us / cpu.cfs_period_us), the tightest of its cgroup and every
+ * ancestor. Files are read under a root directory ("" or NULL = "/"), so
+ * tests point it at captured files. */
+struct usched__quota {
+    int limited;              /* 1: a limit applies (quota_us/period_us CPUs) */
+    int version;              /* cgroup version of the limit: 1 or 2; 0 none */
+    int64_t quota_us, period_us;
+    int workers;              /* ceil(quota_us / period_us), at least 1 */
+    char file[512];           /* the file holding the tightest limit */
+    char reason[512];         /* no limit or ignored: why (one line) */
+};
+
+/* Fills q. Returns 0 (limit or none found; q->reason says why none), or
+ * -ENOENT / -EINVAL when the cgroup files are missing or malformed: the
+ * limit is then ignored, q->reason names the file and the problem. */
+int usched__quota_read(const char *root, struct usched__quota *q);
+
+/* Chooses n CPUs of t into mask (mask_words words, cleared first): one CPU
+ * per core first, starting in the LLC with the most cores and moving outwards
+ * by distance; SMT siblings only once every core has one. */
+void usched__quota_pick(const usched__topo_t *t, int n, uint64_t *mask);
+
+/* The cgroup root for a topology loaded from `input`: $USCHED_CGROUP_ROOT if
+ * set, "/" for this machine, a captured root holding proc/self/mountinfo, else
+ * NULL (a virtual topology has no cgroup). */
+const char *usched__quota_root(const usched__topo_t *t, const char *input);
+
+/* Reads the quota for t (loaded from `input`) and, when it allows fewer
+ * busy workers than t has CPUs, restricts t to the CPUs usched__quota_pick
+ * chooses. q (may be NULL) receives what was read. A missing or malformed
+ * cgroup is ignored (q->reason); only restricting can fail (-ENOMEM). */
+int usched__topo_apply_quota(usched__topo_t *t, const char *input, struct usched__quota *q,
+                             char *err, size_t errlen);
+
+/* SMT emulation (src/topo/emulate.c, docs/emulation.md). Fills out[cpu]
+ * (ncpus entries) with the real CPU (an entry of real[0..nreal-1], OS
+ * numbers) each virtual CPU runs on: a core's PUs share one real CPU, cores
+ * take the real CPUs round-robin in topology order. Returns the largest
+ * number of cores sharing one real CPU (1 when each has its own), -EINVAL
+ * for a live topology or an empty real set, -ENOMEM; errors write one line
+ * into err. */
+int usched__topo_emulate_map(const usched__topo_t *t, const int *real, int nreal, int *out,
+                             char *err, size_t errlen);
+/* The OS numbers of the CPUs this process may run on (its affinity), at most
+ * max of them, ascending: returns their count or a negative errno. */
+int usched__topo_allowed_cpus(int *real, int max);
+
+/* Prints the emulation mapping (the "emulate" format of usched__topo_print). */
+int usched__topo_print_emulate(const usched__topo_t *t, FILE *f);
 
 /* Parses a CPU list "0-7,16" into a mask of `words` words; -EINVAL (with
  * detail in err) for malformed, empty, or any CPU >= limit. */

@@ -30,4 +30,7 @@ struct usched__topo {
     int *band;                      /* [cpu * TOPO_NLEVELS] band ends */
 };
 
+/* Writes a mask as a CPU list ("0-5,12,14-15", dense numbers) or "none". */
+void usched__topo_put_list(FILE *f, const usched__topo_t *t, const uint64_t *mask);
+
 #endif

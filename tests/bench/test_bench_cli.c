@@ -3,11 +3,20 @@
  * part to test:
  *   workloads  every workload at a tiny size: exit 0, `tps = ` lines, the summary
  *   compare    --compare runs interleaved, the diff column, counters, --json fields
- *   peers      --peers against fake peer programs: a result, a skip, a failure,
- *              a missing one; --peers-dir and USCHED_PEERS_DIR
+ *   peers      --peers against fake peer programs: results, a skip, a peer that
+ *              fails one run of two, one answering in another unit, a missing
+ *              one; the exact rows of the peers table; --peers-dir and
+ *              USCHED_PEERS_DIR
+ *   peerdir    the peers CMake built are found where the CLI looks by default
+ *   progress   the report on stdout once; progress on stderr only with
+ *              --progress (stderr is not a terminal here), as one line
  *   args       bad arguments: exit 2, one line on stderr, nothing on stdout
+ *   noise      --noise N: the report and --json say N, and no busy process
+ *              outlives the run
  * Numbers are never asserted, only their presence and shape.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,9 +78,8 @@ static void test_workloads(void)
         ASSERT_EQ(count(r.out, "tps = "), 1);
         ASSERT_STR_CONTAINS(r.out, "(reference)");
         ASSERT_STR_CONTAINS(r.out, "decision counters");
-        /* stderr is not a terminal: one progress line per finished run */
-        ASSERT_STR_CONTAINS(r.err, "[1/1]");
-        ASSERT_EQ(lines(r.err), 1);
+        /* stderr is not a terminal and there is no --progress: nothing there */
+        ASSERT_STR_EQ(r.err, "");
         done(r);
     }
     /* --clients and a CPU list reach the run */
@@ -100,6 +108,25 @@ static void test_compare(void)
     ASSERT_STR_CONTAINS(r.out, "(reference)");
     ASSERT_STR_CONTAINS(r.out, "%");
     ASSERT_STR_CONTAINS(r.out, "counter ");
+    /* two variants: the seed table, each run's tps side by side, the means, the diff */
+    ASSERT_STR_CONTAINS(r.out, "seed table (fib, ");
+    ASSERT_STR_CONTAINS(r.out, "\n1        tps = ");
+    ASSERT_STR_CONTAINS(r.out, "\n2        tps = ");
+    ASSERT_STR_CONTAINS(r.out, "\nmean     tps = ");
+    ASSERT_STR_CONTAINS(r.out, "% (smt=1 over smt=0)\n");
+    ASSERT(!strstr(r.out, "SMT emulated"));
+    done(r);
+
+    /* the same on an emulated SMT topology: select with 2 clients */
+    r = run("select", "--topology", "pack:1 core:2 pu:2", "--emulate", "--clients", "2", "--duration",
+            "0.2", "--runs", "1", "--compare", "smt=1;smt=0", "--policy", "bsd4", NULL);
+    expect_ok(r, "--emulate");
+    ASSERT_STR_CONTAINS(r.out, "select smt=1 run 1: tps = ");
+    ASSERT_STR_CONTAINS(r.out, "seed table (select, 4 CPUs, SMT emulated)");
+    ASSERT_STR_CONTAINS(r.out, "% (smt=1 over smt=0)\n");
+    /* the counters table, not a given counter: in 0.2 s (and under TSan) no
+     * placement may land beside a busy sibling, and all-zero rows are left out */
+    ASSERT_STR_CONTAINS(r.out, "decision counters, summed over each variant's runs");
     done(r);
 
     /* one key with several values: every policy of the library */
@@ -154,60 +181,250 @@ static void write_peer(const char *dir, const char *name, const char *body)
     ASSERT_EQ(chmod(path, 0755), 0);
 }
 
+/* The line of the peers table (after "peers: ") that starts with name and a
+ * space, copied to buf with each run of spaces made one (the columns' width
+ * follows the longest label); fails the test if there is none. */
+static const char *peer_row(const char *out, const char *name, char *buf, size_t len)
+{
+    const char *p = strstr(out, "\npeers: ");
+    if (!p) TEST_FAIL_("no peers table in:\n%s", out);
+    size_t k = strlen(name);
+    for (p = strchr(p + 1, '\n'); p; p = strchr(p + 1, '\n')) {
+        if (strncmp(p + 1, name, k) || p[1 + k] != ' ') continue;
+        size_t n = strcspn(p + 1, "\n"), o = 0;
+        for (size_t i = 0; i < n && o + 1 < len; i++)
+            if (p[1 + i] != ' ' || (o && buf[o - 1] != ' ')) buf[o++] = p[1 + i];
+        buf[o] = '\0';
+        return buf;
+    }
+    TEST_FAIL_("no row for %s in the peers table:\n%s", name, out);
+}
+
+/* The row's fields, split on runs of spaces: at most max, returns how many. */
+static int row_fields(char *row, char **f, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(row, " ", &save); t && n < max; t = strtok_r(NULL, " ", &save))
+        f[n++] = t;
+    return n;
+}
+
 static void test_peers(void)
 {
     char dir[] = "/tmp/usched-bench-peers-XXXXXX";
     ASSERT(mkdtemp(dir));
-    /* pthreads: twice usched's time per op; go: unsupported; tbb: wrong answer;
-     * omp: checks it got the same size and seed; the rest are missing */
+    /* pthreads: a second per op (usched cannot lose to it); go: unsupported;
+     * tbb: its first run fails its own check, later ones succeed; omp: checks
+     * it got the same size and seed, 0.01 ns per op (usched cannot beat it);
+     * boostfiber: answers in ms (another unit); tokio: missing */
     write_peer(dir, "pthreads",
                "echo 'spawn: chatter on stderr' >&2\n"
-               "echo 'RESULT workload=spawn system=pthreads value=123456 unit=ns/op higher_is_better=0 "
-               "check=ok threads=2'");
+               "echo 'RESULT workload=spawn system=pthreads value=1000000000 unit=ns/op higher_is_better=0 "
+               "check=ok threads='$3");
     write_peer(dir, "go", "echo 'unsupported workload spawn'; exit 3");
     write_peer(dir, "tbb",
-               "echo 'RESULT workload=spawn system=tbb value=5.00 unit=ns/op higher_is_better=0 "
-               "check=FAIL threads=2'; exit 1");
+               "d=$(dirname \"$0\"); n=$(cat \"$d/tbb.runs\" 2>/dev/null || echo 0); echo $((n + 1)) >\"$d/tbb.runs\"\n"
+               "if [ \"$n\" = 0 ]; then echo 'RESULT workload=spawn system=tbb value=5.00 unit=ns/op "
+               "higher_is_better=0 check=FAIL threads='$3; exit 1; fi\n"
+               "echo 'RESULT workload=spawn system=tbb value=1000000000 unit=ns/op higher_is_better=0 check=ok "
+               "threads='$3");
     write_peer(dir, "omp",
                "case \"$*\" in *'spawn --threads '*' --n 2000 '*'--seed 1'*) ;; *) echo \"args $*\" >&2; exit 9;; esac\n"
-               "echo 'RESULT workload=spawn system=omp value=7.50 unit=ns/op higher_is_better=0 check=ok threads=2'");
-    struct test_run r = run("spawn", "--policy", "usched", "--n", "2000", "--runs", "2", "--peers", "--peers-dir", dir,
-                       NULL);
+               "echo 'RESULT workload=spawn system=omp value=0.01 unit=ns/op higher_is_better=0 check=ok threads='$3");
+    write_peer(dir, "boostfiber",
+               "echo 'RESULT workload=spawn system=boostfiber value=7.50 unit=ms higher_is_better=0 check=ok "
+               "threads='$3");
+    struct test_run r = run("spawn", "--policy", "usched", "--n", "2000", "--runs", "2", "--peers",
+                            "--peers-dir", dir, NULL);
     expect_ok(r, "--peers");
+    ASSERT_STR_EQ(r.err, "");
     ASSERT_STR_CONTAINS(r.out, "spawn pthreads run 1: tps = ");
     ASSERT_STR_CONTAINS(r.out, "spawn pthreads run 2: tps = ");
     ASSERT_STR_CONTAINS(r.out, "spawn omp run 2: tps = ");
-    ASSERT_STR_CONTAINS(r.out, "peers: median of 2 runs");
-    ASSERT_STR_CONTAINS(r.out, "unsupported workload spawn");
-    ASSERT_STR_CONTAINS(r.out, "check=FAIL");
-    ASSERT_STR_CONTAINS(r.out, "not built");
-    ASSERT_STR_CONTAINS(r.out, "peer-boostfiber");
-    ASSERT_STR_CONTAINS(r.out, "peer-tokio");
-    ASSERT_STR_CONTAINS(r.out, "(usched loses)"); /* omp's 7.5 ns/op */
-    ASSERT_STR_CONTAINS(r.out, "x\n");
+    /* every failed run has its line in the report, with the reason */
+    ASSERT_STR_CONTAINS(r.out, "spawn tbb run 1: failed: its own check failed (check=FAIL)\n");
+    ASSERT_STR_CONTAINS(r.out, "spawn tbb run 2: tps = ");
+    ASSERT_STR_CONTAINS(r.out, "spawn boostfiber run 1: failed: RESULT says unit=ms, expected ns/op\n");
+    ASSERT_STR_CONTAINS(r.out, "spawn boostfiber run 2: failed: RESULT says unit=ms, expected ns/op\n");
+    ASSERT_STR_CONTAINS(r.out, "peers: median of each system's successful runs (of 2)");
+
+    /* the rows, field by field: system, result, unit, ratio, runs[, notes] */
+    char row[512], *f[16];
+    int n = row_fields((char *)peer_row(r.out, "usched", row, sizeof row), f, 16);
+    ASSERT_EQ(n, 5);
+    ASSERT_STR_EQ(f[2], "ns/op");
+    ASSERT_STR_EQ(f[3], "1.00x");
+    ASSERT_STR_EQ(f[4], "2/2");
+    n = row_fields((char *)peer_row(r.out, "pthreads", row, sizeof row), f, 16);
+    ASSERT_EQ(n, 5); /* no "(usched loses)" */
+    ASSERT_STR_EQ(f[1], "1000000000");
+    ASSERT_STR_EQ(f[2], "ns/op");
+    ASSERT_STR_EQ(f[4], "2/2");
+    n = row_fields((char *)peer_row(r.out, "omp", row, sizeof row), f, 16);
+    ASSERT_EQ(n, 7);
+    ASSERT_STR_EQ(f[1], "0.01");
+    ASSERT_STR_EQ(f[4], "2/2");
+    ASSERT_STR_EQ(f[5], "(usched");
+    ASSERT_STR_EQ(f[6], "loses)");
+    /* tbb: the median of its one good run, and why the other failed */
+    ASSERT_STR_EQ(peer_row(r.out, "tbb", row, sizeof row) + strlen(row) -
+                      strlen("(1 of 2 runs; 1 failed, last: its own check failed (check=FAIL))"),
+                  "(1 of 2 runs; 1 failed, last: its own check failed (check=FAIL))");
+    n = row_fields(row, f, 16);
+    ASSERT_STR_EQ(f[1], "1000000000");
+    ASSERT_STR_EQ(f[4], "1/2");
+    ASSERT_STR_EQ(peer_row(r.out, "boostfiber", row, sizeof row),
+                  "boostfiber failed: 2 of 2 runs; last: RESULT says unit=ms, expected ns/op");
+    ASSERT_STR_EQ(peer_row(r.out, "go", row, sizeof row), "go skipped: unsupported workload spawn");
+    ASSERT_STR_CONTAINS(peer_row(r.out, "tokio", row, sizeof row), "skipped: not built: no ");
+    ASSERT_STR_CONTAINS(row, "peer-tokio");
     done(r);
 
     /* the same through the environment, as JSON */
     char envdir[600];
     snprintf(envdir, sizeof envdir, "USCHED_PEERS_DIR=%s", dir);
     char *env[] = {envdir, NULL};
-    r = run_env(env, "spawn", "--policy", "usched", "--n", "2000", "--runs", "1", "--peers", "--json", NULL);
+    r = run_env(env, "spawn", "--policy", "usched", "--n", "2000", "--runs", "1", "--peers",
+                "--json", NULL);
     expect_ok(r, "--peers --json with USCHED_PEERS_DIR");
     ASSERT_STR_CONTAINS(r.out, "\"system\":\"pthreads\"");
-    ASSERT_STR_CONTAINS(r.out, "\"value\":123456");
+    ASSERT_STR_CONTAINS(r.out, "\"value\":1e+09");
     ASSERT_STR_CONTAINS(r.out, "\"system\":\"go\"");
     ASSERT_STR_CONTAINS(r.out, "\"skipped\":\"unsupported workload spawn\"");
-    ASSERT_STR_CONTAINS(r.out, "\"failed\":");
+    ASSERT_STR_CONTAINS(r.out, "\"failed\":\"RESULT says unit=ms, expected ns/op\"");
     ASSERT_EQ(lines(r.out), 7); /* usched + 6 peers, one run each */
     done(r);
 
-    static const char *const names[] = {"pthreads", "go", "tbb", "omp"};
+    /* a peer that answers for another workload, thread count or direction */
+    static const struct {
+        const char *line, *why;
+    } wrong[] = {
+        {"workload=fib system=pthreads value=5 unit=ns/op higher_is_better=0 check=ok threads=$3",
+         "RESULT says workload=fib, expected spawn"},
+        {"workload=spawn system=pthreads value=5 unit=ns/op higher_is_better=0 check=ok threads=9999",
+         "RESULT says threads=9999, expected "},
+        {"workload=spawn system=pthreads value=5 unit=ns/op higher_is_better=1 check=ok threads=$3",
+         "RESULT says higher_is_better=1, expected 0"},
+        {"workload=spawn system=go value=5 unit=ns/op higher_is_better=0 check=ok threads=$3",
+         "RESULT says system=go, expected pthreads"},
+        {"workload=spawn system=pthreads value=5 unit=ns/op check=ok threads=$3",
+         "RESULT line without higher_is_better="},
+        {"workload=spawn system=pthreads value=-5 unit=ns/op higher_is_better=0 check=ok threads=$3",
+         "RESULT value '-5' is not a number > 0"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        char body[300];
+        snprintf(body, sizeof body, "echo \"RESULT %s\"", wrong[i].line);
+        write_peer(dir, "pthreads", body);
+        r = run("spawn", "--policy", "usched", "--n", "2000", "--runs", "1", "--peers",
+                "--peers-dir", dir, NULL);
+        expect_ok(r, wrong[i].line);
+        char want[300];
+        snprintf(want, sizeof want, "spawn pthreads run 1: failed: %s", wrong[i].why);
+        ASSERT_STR_CONTAINS(r.out, want);
+        snprintf(want, sizeof want, "pthreads failed: 1 of 1 run; last: %s", wrong[i].why);
+        ASSERT(strstr(peer_row(r.out, "pthreads", row, sizeof row), want) == row);
+        done(r);
+    }
+
+    static const char *const names[] = {"pthreads", "go", "tbb", "omp", "boostfiber"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s/peer-%s", dir, names[i]);
         unlink(path);
     }
+    char runs[600];
+    snprintf(runs, sizeof runs, "%s/tbb.runs", dir);
+    unlink(runs);
     rmdir(dir);
+}
+
+/* The peers CMake built (beside the CLI, in peers/) are found with no
+ * --peers-dir and no USCHED_PEERS_DIR. */
+static void test_peerdir(void)
+{
+    char *env[] = {"PATH=/usr/bin:/bin", NULL};
+    struct test_run r = run_env(env, "spawn", "--policy", "usched", "--n", "200", "--runs", "1", "--peers", NULL);
+    expect_ok(r, "--peers with the default folder");
+    ASSERT_STR_CONTAINS(r.out, "spawn pthreads run 1: tps = ");
+    done(r);
+}
+
+/* ---- progress ------------------------------------------------------------------------ */
+
+static void test_progress(void)
+{
+    struct test_run r = run("fib", "--n", "15", "--runs", "2", "--compare", "smt=1;smt=0", "--progress", NULL);
+    expect_ok(r, "--progress");
+    /* the report once, on stdout */
+    ASSERT_EQ(count(r.out, ": tps = "), 4);
+    ASSERT_EQ(count(r.err, "tps = "), 0);
+    /* one line rewritten in place: no newline, a carriage return per update,
+     * the run count and the elapsed time */
+    ASSERT_EQ(lines(r.err), 0);
+    ASSERT_GE(count(r.err, "\r"), 4);
+    ASSERT_STR_CONTAINS(r.err, "[1/4 runs, ");
+    ASSERT_STR_CONTAINS(r.err, "[4/4 runs, ");
+    ASSERT_STR_CONTAINS(r.err, " s] fib smt=0 run 2/2 ...");
+    ASSERT(!strstr(r.err, "\033"));  /* not a terminal: no escape codes */
+    done(r);
+}
+
+/* ---- noise ------------------------------------------------------------------------------- */
+
+/* Processes (not zombies) other than this test whose environment holds
+ * this test's tag: the CLI runs it started or their busy children. A
+ * command-line match would also count the concurrent bench_cli_args run of
+ * the same CLI with a bad --noise. */
+static char noise_tag[64];
+
+static int noise_processes(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    ASSERT(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid()) continue;
+        char path[300];
+        static char buf[1 << 16];
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue; /* gone meanwhile */
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0) continue; /* a zombie has no environment */
+        buf[len] = '\0';
+        for (char *a = buf; a < buf + len; a += strlen(a) + 1)
+            if (!strcmp(a, noise_tag)) {
+                n++;
+                break;
+            }
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_noise(void)
+{
+    snprintf(noise_tag, sizeof noise_tag, "USCHED_TEST_NOISE_TAG=%d", (int)getpid());
+    ASSERT_OK(putenv(noise_tag));
+    struct test_run r = run("fib", "--n", "15", "--runs", "2", "--policy", "usched", "--noise", "2", NULL);
+    expect_ok(r, "--noise 2");
+    ASSERT_STR_CONTAINS(r.out, "fib: 2 runs per variant, ");
+    ASSERT_STR_CONTAINS(r.out, ", 2 busy processes beside (lower is better)");
+    done(r);
+    ASSERT_EQ(noise_processes(), 0);
+    r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--noise", "1", "--compare", "pin=1;pin=0",
+            "--json", NULL);
+    expect_ok(r, "--noise 1 --json");
+    ASSERT_EQ(count(r.out, "\"noise\":1,"), 2);
+    ASSERT_EQ(count(r.out, "\"variant\":\"pin=0\""), 1);
+    done(r);
+    r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--json", NULL);
+    expect_ok(r, "--json without --noise");
+    ASSERT_EQ(count(r.out, "\"noise\":0,"), 1);
+    done(r);
+    ASSERT_EQ(noise_processes(), 0);
 }
 
 /* ---- bad arguments ---------------------------------------------------------------------- */
@@ -253,12 +470,16 @@ static void test_args(void)
     bad("policy 'nosuch'", "fib", "--compare", "policy=usched,nosuch", NULL);
     bad("cpus", "fib", "--cpus", "0-999", NULL);
     bad("--peers-dir needs --peers", "fib", "--peers-dir", "/tmp", NULL);
+    bad("--emulate needs a virtual topology", "fib", "--emulate", NULL);
+    bad("pin '2': must be 0 or 1", "fib", "--compare", "pin=0;pin=2", NULL);
+    bad("--noise '1025'", "fib", "--noise", "1025", NULL);
+    bad("--noise '-1'", "fib", "--noise", "-1", NULL);
 }
 
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args\n", argv[0]);
+        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args|peerdir|progress|noise\n", argv[0]);
         return 2;
     }
     cli = argv[1];
@@ -270,6 +491,12 @@ int main(int argc, char **argv)
         test_peers();
     else if (!strcmp(argv[2], "args"))
         test_args();
+    else if (!strcmp(argv[2], "peerdir"))
+        test_peerdir();
+    else if (!strcmp(argv[2], "progress"))
+        test_progress();
+    else if (!strcmp(argv[2], "noise"))
+        test_noise();
     else
         TEST_FAIL_("unknown part '%s'", argv[2]);
     printf("bench cli %s: ok\n", argv[2]);

@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 #include "test.h"
 #include "usched.h"
 
@@ -35,6 +35,27 @@ static void *joiner(void *arg)
     return NULL;
 }
 
+/* Waits until the outside joiner is on s->owaiters, the list destroy
+ * cancels. Before that point destroy would free the task under a thread
+ * that is still about to look at it, so no fixed sleep will do on a loaded
+ * machine. Gives up (failing, with a message) if the join returned early or
+ * never registered. */
+static void wait_joiner_registered(usched_t *s)
+{
+    double deadline = test_now() + 30.0;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        int registered = s->owaiters != NULL;
+        pthread_mutex_unlock(&s->lock);
+        if (registered) return;
+        int rc = atomic_load(&join_rc);
+        if (rc != 1) TEST_FAIL_("usched_join returned %d before destroy", rc);
+        if (test_now() > deadline)
+            TEST_FAIL_("the outside joiner did not register within 30 s");
+        usleep(1000);
+    }
+}
+
 int main(void)
 {
     usched_t *s;
@@ -42,7 +63,8 @@ int main(void)
     ASSERT_OK(usched_start(s));
     ASSERT_OK(usched_spawn(s, NULL, slow, NULL));
     ASSERT_OK(usched_destroy(s)); /* waits for the running fiber */
-    ASSERT_EQ(atomic_load(&finished), 1);
+    int slow_finished = atomic_load(&finished);
+    ASSERT_EQ(slow_finished, 1);
 
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_set(s, "topology", "pack:1 core:3 pu:1"));
@@ -51,10 +73,11 @@ int main(void)
     ASSERT_OK(usched_spawn(s, &t, blocked_forever, NULL));
     pthread_t th;
     pthread_create(&th, NULL, joiner, t);
-    usleep(100 * 1000);
+    wait_joiner_registered(s);
     ASSERT_EQ(usched_destroy(s), -EDEADLK);
     pthread_join(th, NULL);
-    ASSERT_EQ(atomic_load(&join_rc), -ECANCELED);
+    int join_result = atomic_load(&join_rc);
+    ASSERT_EQ(join_result, -ECANCELED);
     printf("ok\n");
     return 0;
 }

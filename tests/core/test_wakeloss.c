@@ -6,8 +6,10 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/sched.h"
 #include "test.h"
 #include "usched.h"
@@ -16,6 +18,41 @@ static usched_t *s;
 static _Atomic long progress;
 static _Atomic int finished;
 static const char *phase = "";
+
+/* Phase 2: block/wake ping-pong between two fibers on different CPUs through
+ * the core's blocking protocol. */
+struct pp {
+    _Atomic uint32_t lock;
+    usched_task_t *waiter[2];
+    int turn;
+    long n;
+};
+
+static struct pp *live_pp; /* the ping-pong under way, for the dump */
+
+/* What each worker was doing when the watchdog fired (racy reads: a
+ * diagnosis, never asserted). */
+static void dump_workers(void)
+{
+    fprintf(stderr, "nparked=%u nspinning=%u waking=%u gq_n=%u\n", (unsigned)atomic_load(&s->nparked),
+            (unsigned)atomic_load(&s->nspinning), (unsigned)atomic_load(&s->waking),
+            (unsigned)atomic_load(&s->gq_n));
+    for (int c = 0; c < s->ncpus; c++) {
+        struct usched__wk *w = s->wk[c];
+        fprintf(stderr,
+                "cpu %d: state=%u inbox_n=%d inbox_empty=%d inbox_lock=%u ring=%u next=%p current=%p "
+                "sched_seq=%u bound_head=%p nbound=%u idle=%d\n",
+                c, (unsigned)atomic_load(&w->state), (int)atomic_load(&w->inbox_n),
+                (int)usched__inbox_empty(&w->inbox), (unsigned)atomic_load(&w->inbox_lock),
+                usched__ring_len(&w->ring), (void *)atomic_load(&w->next), (void *)atomic_load(&w->current),
+                (unsigned)atomic_load(&w->sched_seq), (void *)w->bound_head, (unsigned)atomic_load(&w->nbound),
+                w->idle);
+    }
+    struct pp *p = live_pp;
+    if (p)
+        fprintf(stderr, "ping-pong: lock=%u turn=%d waiter=%p,%p\n", (unsigned)atomic_load(&p->lock), p->turn,
+                (void *)p->waiter[0], (void *)p->waiter[1]);
+}
 
 static void *watchdog(void *arg)
 {
@@ -31,6 +68,7 @@ static void *watchdog(void *arg)
             fprintf(stderr, "watchdog: no progress for 10 s in phase '%s' at round %ld: a wake-up was lost\n",
                     phase, p);
             usched_stats_print(s, stderr);
+            dump_workers();
             abort();
         }
     }
@@ -56,14 +94,6 @@ static void cross_join(void *arg)
     }
 }
 
-/* Phase 2: block/wake ping-pong between two fibers on different CPUs through
- * the core's blocking protocol. */
-struct pp {
-    _Atomic uint32_t lock;
-    usched_task_t *waiter[2];
-    int turn;
-    long n;
-};
 
 static void pp_unlock(void *arg)
 {
@@ -95,6 +125,27 @@ static void pp_fiber(void *arg)
     }
 }
 
+/* Phase 4: one byte ping-pong over a socketpair between two CPUs: every
+ * message is a readiness event, and the CPUs park between messages, one of
+ * them in the I/O poller (P1'-P4', W3'; tests/io/test_wakeloss.c does more). */
+struct sp {
+    int fd[2];
+    long n;
+};
+
+static void sp_fiber(void *arg)
+{
+    struct sp *p = arg;
+    int me = usched_self_cpu() == 0 ? 0 : 1;
+    char b = 0;
+    for (long i = 0; i < p->n; i++) {
+        if (me == 0) ASSERT_EQ(usched_write(p->fd[0], &b, 1, USCHED_FOREVER), 1);
+        ASSERT_EQ(usched_read(p->fd[me], &b, 1, USCHED_FOREVER), 1);
+        if (me == 1) ASSERT_EQ(usched_write(p->fd[1], &b, 1, USCHED_FOREVER), 1);
+        atomic_fetch_add(&progress, 1);
+    }
+}
+
 /* Phase 3: an outside thread spawns bursts into an idle (parked) scheduler. */
 static void outside_bursts(long rounds)
 {
@@ -122,11 +173,23 @@ static void run(const char *topo, const char *knobs)
 
     phase = "block/wake ping-pong";
     struct pp p = {.turn = 0, .n = test_scale(8000)};
+    live_pp = &p;
     usched_task_t *a, *b;
     ASSERT_OK(usched_spawn_on(s, &a, 0, pp_fiber, &p));
     ASSERT_OK(usched_spawn_on(s, &b, usched_ncpus(s) - 1, pp_fiber, &p));
     ASSERT_OK(usched_join(a));
     ASSERT_OK(usched_join(b));
+    live_pp = NULL;
+
+    phase = "socketpair ping-pong through the poller";
+    struct sp q = {.n = test_scale(4000)};
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, q.fd));
+    ASSERT_OK(usched_spawn_on(s, &a, 0, sp_fiber, &q));
+    ASSERT_OK(usched_spawn_on(s, &b, usched_ncpus(s) - 1, sp_fiber, &q));
+    ASSERT_OK(usched_join(a));
+    ASSERT_OK(usched_join(b));
+    ASSERT_OK(usched_close(q.fd[0]));
+    ASSERT_OK(usched_close(q.fd[1]));
 
     phase = "outside bursts";
     outside_bursts(test_scale(2000));

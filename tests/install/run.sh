@@ -21,6 +21,16 @@ for f in "$libdir/libusched.so" "$libdir/libusched.a" include/usched.h \
          "$libdir/cmake/usched/usched-config-version.cmake" "$libdir/cmake/usched/usched-targets.cmake"; do
     [ -e "$prefix/$f" ] || fail "$f is missing from the installed tree"
 done
+# The manual: every page of man/ is installed, and the CLI reports the
+# library's and hwloc's versions.
+(cd "$here/../../man" && find . -name '*.[137]') | while read -r m; do
+    [ -e "$prefix/share/man/$m" ] || fail "man page $m is not installed (share/man/$m)"
+done
+if [ -x "$prefix/bin/usched" ]; then
+    v=$("$prefix/bin/usched" --version) || fail "usched --version failed"
+    echo "usched --version: $v"
+    case "$v" in *"library "[0-9]*", hwloc "[0-9]*) ;; *) fail "usched --version: '$v' lacks the library or hwloc version";; esac
+fi
 # The whole include/ tree is installed (usched/policy.h once it exists).
 (cd "$here/../../include" && find . -name '*.h') | while read -r h; do
     [ -e "$prefix/include/$h" ] || fail "include/$h is not installed"
@@ -53,6 +63,11 @@ $cc $cflags "$here/hello.c" $pc_cflags $pc_static_a -o "$tmp/hello_pc_static"
 if ldd "$tmp/hello_pc_static" | grep -q libusched; then
     fail "hello_pc_static loads a shared libusched"
 fi
+
+step "examples/pipeline.c, pkg-config, shared"
+# shellcheck disable=SC2086
+$cc $cflags "$here/../../examples/pipeline.c" $pc_cflags $pc_libs -o "$tmp/pipeline"
+LD_LIBRARY_PATH="$prefix/$libdir" "$tmp/pipeline" 1000
 
 # ---- find_package ----------------------------------------------------------------
 step "find_package(usched)"

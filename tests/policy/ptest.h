@@ -155,14 +155,22 @@ static inline void pt_mb_wait(struct pt_mbox *m)
     usched__block(pt_mb_unlock, m);
 }
 
-/* Wakes the waiter (flags: USCHED_SEL_SYNC when the caller blocks next). */
-static inline void pt_mb_post(struct pt_mbox *m, unsigned flags)
+/* Posts the mailbox: returns its waiter, to be woken by the caller, or NULL
+ * (no waiter: the next wait returns at once). */
+static inline usched_task_t *pt_mb_take(struct pt_mbox *m)
 {
     pt_mb_lock(m);
     usched_task_t *t = m->waiter;
     m->waiter = NULL;
     if (!t) m->posted = 1;
     pt_mb_unlock(m);
+    return t;
+}
+
+/* Wakes the waiter (flags: USCHED_SEL_SYNC when the caller blocks next). */
+static inline void pt_mb_post(struct pt_mbox *m, unsigned flags)
+{
+    usched_task_t *t = pt_mb_take(m);
     if (t) usched__wake(t, flags);
 }
 

@@ -7,7 +7,8 @@
  * the two quality counters: smt_busy_sibling (placed beside a busy sibling
  * while a whole core idled in the LLC) and wake_cross_llc (placed outside
  * the LLCs of prev and waker while they had an idle CPU), plus where the
- * wake-ups went. Reports numbers; asserts only that every message arrived.
+ * wake-ups went. A benchmark, built but not run by CTest: it reports numbers
+ * and asserts only that every message arrived.
  */
 #include "ptest.h"
 

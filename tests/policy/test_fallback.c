@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 
+#include "capture.h"
 #include "ptest.h"
 
 static _Atomic unsigned calls;
@@ -86,12 +87,8 @@ int main(void)
     ASSERT(listed);
 
     /* capture stderr to count the warnings */
-    char path[] = "/tmp/usched-fallback-XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
+    struct capture cap;
+    capture_begin(&cap);
 
     usched_t *s = pt_start("broken", "pack:2 l3:1 l2:6 core:1 pu:2", "spin_us=0");
     long n = test_scale(5000);
@@ -110,16 +107,9 @@ int main(void)
     uint64_t fb = pt_stat(s, "pol_fallback"), unknown = pt_stat(s, "place_fallback");
     ASSERT_OK(usched_destroy(s));
 
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    char buf[4096] = {0};
-    lseek(fd, 0, SEEK_SET);
-    ssize_t got = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    unlink(path);
-    int warnings = 0;
-    for (const char *q = buf; got > 0 && (q = strstr(q, "fallback (warned once)")); q++) warnings++;
+    char buf[4096];
+    capture_end(&cap, buf, sizeof buf);
+    int warnings = capture_count(buf, "fallback (warned once)");
     printf("fibers=%ld pol_fallback=%llu place_fallback=%llu warnings=%d\nstderr: %s", atomic_load(&count),
            (unsigned long long)fb, (unsigned long long)unknown, warnings, buf);
     ASSERT_EQ(atomic_load(&count), 2 * n + 2 * p.rounds);

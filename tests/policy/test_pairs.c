@@ -7,6 +7,8 @@
  *    as wide: its workers spread over idle CPUs and never queue in the
  *    dispatcher's next slot; with wake_wide_factor=4096 (never wide) the
  *    last worker to answer is taken for a sync partner and lands there.
+ * Under an emulator (USCHED_TEST_EMULATOR) the parts that depend on the
+ * workers getting CPU time promptly are printed, not asserted (see below).
  */
 #include "ptest.h"
 
@@ -18,6 +20,8 @@ struct pp {
     unsigned flags;
     _Atomic int cpu[2];
     _Atomic long same; /* iterations where both ran on one CPU (after warm-up) */
+    _Atomic int woken_by[2]; /* side that last woke each side, -1 none */
+    _Atomic long pair_wakes; /* wake-ups of one side by the other when each last woke the other */
 };
 
 struct pp_side {
@@ -35,14 +39,35 @@ static void pp_fn(void *arg)
         atomic_store(&pp->cpu[me], usched_self_cpu());
         if (me == 0 && i >= 10 && atomic_load(&pp->cpu[0]) == atomic_load(&pp->cpu[1]))
             atomic_fetch_add(&pp->same, 1);
-        if (!(me == 1 && i == pp->rounds - 1)) pt_mb_post(&pp->mb[other], pp->flags);
+        if (me == 1 && i == pp->rounds - 1) break;
+        /* A post that finds the other side not yet waiting wakes nobody:
+         * only real wake-ups reach the policy, and it sees a pair (without
+         * the hint) once each side's last wake-up came from the other. */
+        usched_task_t *t = pt_mb_take(&pp->mb[other]);
+        if (!t) continue;
+        if (atomic_load(&pp->woken_by[me]) == other && atomic_load(&pp->woken_by[other]) == me)
+            atomic_fetch_add(&pp->pair_wakes, 1);
+        atomic_store(&pp->woken_by[other], me);
+        usched__wake(t, pp->flags);
     }
+}
+
+/* Prints the non-zero placement counters; returns their sum. */
+static uint64_t print_placements(usched_t *s)
+{
+    uint64_t placed = 0, v;
+#define X(id, name, desc)                                                               \
+    if ((v = pt_stat(s, "place_" #name))) printf(" place_%s=%llu", #name, (unsigned long long)v); \
+    placed += v;
+    USCHED_REASON_MAP(X)
+#undef X
+    return placed;
 }
 
 static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
 {
     usched_t *s = pt_start("usched", TOPO, knobs);
-    struct pp pp = {.rounds = test_scale(2000), .flags = flags};
+    struct pp pp = {.rounds = test_scale(2000), .flags = flags, .woken_by = {-1, -1}};
     struct pp_side sd[2] = {{&pp, 0}, {&pp, 1}};
     usched_task_t *t[2];
     ASSERT_OK(usched_spawn(s, &t[1], pp_fn, &sd[1]));
@@ -51,11 +76,33 @@ static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
     ASSERT_OK(usched_join(t[1]));
     long measured = pp.rounds - 10;
     uint64_t sync = pt_stat(s, "place_sync");
-    printf("pingpong %-22s flags=%u rounds=%ld same_cpu=%ld place_sync=%llu\n", knobs, flags,
-           pp.rounds, atomic_load(&pp.same), (unsigned long long)sync);
+    printf("pingpong %-22s flags=%u rounds=%ld same_cpu=%ld", knobs, flags, pp.rounds, atomic_load(&pp.same));
+    uint64_t placed = print_placements(s);
+    long pair_wakes = atomic_load(&pp.pair_wakes);
+    printf(" wakes_as_pair=%ld\n", pair_wakes);
     if (expect_pair) {
-        ASSERT_GE(atomic_load(&pp.same) * 10, measured * 9);
-        ASSERT_GE(sync * 10, (uint64_t)(2 * measured) * 9);
+        /* Every wake-up of a pair keeps the wakee on the waker's CPU: with
+         * the hint every wake-up but the spawns, without it those where
+         * each side last woke the other. */
+        if (flags & USCHED_SEL_SYNC)
+            /* ...or, by the smt rule, a whole idle core while the
+             * waker's SMT sibling is busy (a momentary state on a
+             * loaded machine; counted as place_idle_core). The 2 are the
+             * spawns; on a loaded machine a stall moved to another CPU
+             * by the monitor can make the waker's CPU look loaded for an
+             * instant, so one wake-up in 50 may go by the usual search
+             * (a CI run under ASan had place_prev=1 in 400). */
+            ASSERT_GE(sync + 2 + placed / 50 + pt_stat(s, "place_idle_core"), placed);
+        else
+            ASSERT_GE(sync * 10, (uint64_t)pair_wakes * 9);
+        /* Where the pair runs: under an emulator a worker gets its CPU in
+         * slices far longer than the 3 us next-slot back-off or a round
+         * trip, so one side may find the other not yet waiting again and
+         * again; the two then run apart, posting without wake-ups. */
+        if (!getenv("USCHED_TEST_EMULATOR")) {
+            ASSERT_GE(atomic_load(&pp.same) * 10, measured * 9);
+            ASSERT_GE(sync * 10, (uint64_t)(2 * measured) * 9);
+        }
     } else {
         ASSERT_EQ_U(sync, 0);
     }
@@ -76,6 +123,7 @@ struct disp {
     _Atomic long on_dispatcher; /* worker wake-ups on the dispatcher's CPU */
     _Atomic long placed;
     _Atomic uint64_t used[NW]; /* bit per CPU (< 64) used in the last round */
+    int max_distinct;          /* most CPUs one round's workers ran on (dispatcher only) */
 };
 
 struct wk_arg {
@@ -110,6 +158,9 @@ static void dispatcher_fn(void *arg)
         atomic_store(&d->dcpu, usched_self_cpu());
         for (int i = 0; i < NW; i++) pt_mb_post(&d->wmb[i], 0);
         pt_mb_wait(&d->dmb);
+        uint64_t mask = 0; /* every worker of this round has replied */
+        for (int i = 0; i < NW; i++) mask |= atomic_load(&d->used[i]);
+        if (r >= 5 && __builtin_popcountll(mask) > d->max_distinct) d->max_distinct = __builtin_popcountll(mask);
     }
     atomic_store(&d->stop, 1);
     for (int i = 0; i < NW; i++) pt_mb_post(&d->wmb[i], 0);
@@ -131,12 +182,22 @@ static void one_to_n(const char *knobs, bool expect_wide)
     uint64_t mask = 0;
     for (int i = 0; i < NW; i++) mask |= atomic_load(&d.used[i]);
     int distinct = __builtin_popcountll(mask);
-    printf("1:%d %-28s placed=%ld on_dispatcher_cpu=%ld distinct_cpus_last_round=%d\n", NW, knobs,
-           atomic_load(&d.placed), atomic_load(&d.on_dispatcher), distinct);
+    printf("1:%d %-28s placed=%ld on_dispatcher_cpu=%ld distinct_cpus_last_round=%d most_in_a_round=%d", NW,
+           knobs, atomic_load(&d.placed), atomic_load(&d.on_dispatcher), distinct, d.max_distinct);
+    print_placements(s);
+    printf("\n");
+    /* Under an emulator a worker thread gets its CPU in long slices: the
+     * dispatcher often posts to workers not yet waiting again (no wake-up,
+     * so no pair forms), and which CPUs are idle at a wake-up is the
+     * emulator's doing; only the rule that a wide waker's wakees never land
+     * in its CPU's next slot is asserted there. */
+    bool emulated = getenv("USCHED_TEST_EMULATOR") != NULL;
     if (expect_wide) {
         ASSERT_EQ(atomic_load(&d.on_dispatcher), 0);
-        ASSERT_GE(distinct, NW / 2);
-    } else {
+        /* spread wide at least once after warm-up (a round's spread depends on
+         * which CPUs were idle at that moment) */
+        if (!emulated) ASSERT_GE(d.max_distinct, NW / 2);
+    } else if (!emulated) {
         ASSERT_GT(atomic_load(&d.on_dispatcher), 0);
     }
     ASSERT_OK(usched_destroy(s));

@@ -20,7 +20,7 @@ struct rec {
 };
 
 static _Atomic long seq;
-static _Atomic int queued;
+static _Atomic int queued, started;
 
 static void rec_fn(void *arg)
 {
@@ -38,6 +38,10 @@ static void filler_fn(void *arg)
 {
     struct filler *f = arg;
     usched_t *s = usched_self();
+    /* Both fillers run before either spawns: with R's CPU still idle, a
+     * placement may send S's children there (seen on a loaded machine). */
+    atomic_fetch_add(&started, 1);
+    while (atomic_load(&started) < 2) __asm__ volatile("" ::: "memory");
     for (int i = 0; i < 2 * K; i++) {
         f->recs[i].tag = f->sp.cpu;
         f->recs[i].bound = i < K ? -1 : f->sp.cpu;

@@ -1,5 +1,7 @@
 /* ring_spmc, one thread: FIFO, full and empty edges, index wrap-around past
- * 2^32, spill contents and order, steal halves. */
+ * 2^32, spill contents and order, steal halves; the owner's LIFO end (pop
+ * newest, take a given item, push at the head) and how it mixes with the
+ * FIFO end and steals. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -60,22 +62,21 @@ static void fifo_interleaved(uint32_t start)
     ASSERT_GT(next_in, 3 * N); /* several laps */
 }
 
-/* Full ring: push_or_spill moves the oldest half plus the new item, in
- * order, and keeps the newer half in place. */
+/* Full ring: push_or_spill moves the oldest half, in order, and keeps the
+ * newer half in place with the new item on top. */
 static void spill(uint32_t start)
 {
-    void *out[HALF + 1];
+    void *out[HALF];
     usched__ring_init_at(&ra, start);
     ASSERT_EQ(usched__ring_push_or_spill(&ra, item(0), out), 0); /* not full: a push */
     for (uintptr_t i = 1; i < N; i++)
         ASSERT_EQ(usched__ring_push_or_spill(&ra, item(i), out), 0);
     ASSERT_EQ(usched__ring_len(&ra), N);
-    ASSERT_EQ(usched__ring_push_or_spill(&ra, item(N), out), HALF + 1);
+    ASSERT_EQ(usched__ring_push_or_spill(&ra, item(N), out), HALF);
     for (uintptr_t i = 0; i < HALF; i++)
         ASSERT_EQ_U(id(out[i]), i);
-    ASSERT_EQ_U(id(out[HALF]), N); /* the new item last */
-    ASSERT_EQ(usched__ring_len(&ra), N - HALF);
-    for (uintptr_t i = HALF; i < N; i++)
+    ASSERT_EQ(usched__ring_len(&ra), N - HALF + 1); /* the new item stays, newest */
+    for (uintptr_t i = HALF; i <= N; i++)
         ASSERT_EQ_U(id(usched__ring_pop(&ra)), i);
     RQ_ASSERT_PTR_EQ(usched__ring_pop(&ra), NULL);
 }
@@ -120,6 +121,66 @@ static void steal(uint32_t start_a, uint32_t start_b)
         ASSERT_EQ_U(id(usched__ring_pop(&rb)), i);
 }
 
+/* The owner's LIFO end: newest first; take from the top, the middle and the
+ * bottom keeps the others' order; push_head goes behind everything. */
+static void lifo(uint32_t start)
+{
+    usched__ring_init_at(&ra, start);
+    RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
+    ASSERT(!usched__ring_take(&ra, item(0)));
+    for (uintptr_t i = 0; i < N; i++)
+        ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
+    ASSERT_EQ(usched__ring_push_head(&ra, item(999)), -ENOSPC);
+    for (uintptr_t i = N; i-- > 0;)
+        ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), i);
+    RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
+    ASSERT_EQ(usched__ring_len(&ra), 0);
+
+    /* 0..9, take 9 (top), 4 (middle), 0 (bottom), and one not there. */
+    for (uintptr_t i = 0; i < 10; i++)
+        ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
+    ASSERT(usched__ring_take(&ra, item(9)));
+    ASSERT(usched__ring_take(&ra, item(4)));
+    ASSERT(usched__ring_take(&ra, item(0)));
+    ASSERT(!usched__ring_take(&ra, item(4)));
+    ASSERT(!usched__ring_take(&ra, item(50)));
+    ASSERT_EQ(usched__ring_len(&ra), 7);
+    /* push_head: 100 is now the oldest. */
+    ASSERT_EQ(usched__ring_push_head(&ra, item(100)), 0);
+    static const uintptr_t newest_first[] = {8, 7, 6, 5, 3, 2, 1, 100};
+    for (unsigned k = 0; k < 8; k++)
+        ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), newest_first[k]);
+    RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
+
+    /* The two ends together: FIFO pop takes the head, LIFO the tail. */
+    for (uintptr_t i = 0; i < 4; i++)
+        ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
+    ASSERT_EQ(usched__ring_push_head(&ra, item(200)), 0);
+    ASSERT_EQ_U(id(usched__ring_pop(&ra)), 200);
+    ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), 3);
+    ASSERT_EQ_U(id(usched__ring_pop(&ra)), 0);
+    ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), 2);
+    ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), 1);
+    RQ_ASSERT_PTR_EQ(usched__ring_pop(&ra), NULL);
+
+    /* A thief takes the oldest half; the owner's take of a stolen item says
+     * no, of a remaining one yes; the thief's ring keeps its order. */
+    usched__ring_init_at(&rb, start + 7);
+    for (uintptr_t i = 0; i < 10; i++)
+        ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
+    unsigned taken = 0;
+    ASSERT_EQ_U(id(usched__ring_steal(&ra, &rb, &taken)), 4);
+    ASSERT_EQ(taken, 5);
+    ASSERT(!usched__ring_take(&ra, item(2)));
+    ASSERT(usched__ring_take(&ra, item(5)));
+    ASSERT_EQ(usched__ring_len(&ra), 4);
+    for (uintptr_t i = 9; i > 5; i--)
+        ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), i);
+    ASSERT_EQ_U(id(usched__ring_pop_lifo(&rb)), 3);
+    ASSERT_EQ_U(id(usched__ring_pop(&rb)), 0);
+    ASSERT_EQ(usched__ring_len(&rb), 2);
+}
+
 int main(void)
 {
     /* 0: the plain case; the others cross 2^32 during the test. */
@@ -128,6 +189,7 @@ int main(void)
         fifo_full_empty(starts[s]);
         fifo_interleaved(starts[s]);
         spill(starts[s]);
+        lifo(starts[s]);
         for (unsigned s2 = 0; s2 < sizeof starts / sizeof starts[0]; s2++)
             steal(starts[s], starts[s2]);
     }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "sync_test.h"
 
@@ -116,12 +117,14 @@ static void test_mutex_misuse(void)
     ASSERT_OK(usched_mutex_unlock(&shared));
     ASSERT_OK(usched_mutex_destroy(&shared));
 
-    /* cond_wait without holding the mutex */
+    /* cond_wait and cond_timedwait without holding the mutex */
     usched_cond_t c;
     ASSERT_OK(usched_cond_init(&c));
     ASSERT_OK(usched_mutex_init(&shared));
     EXPECT_ERR(usched_cond_wait(&c, &shared), EPERM, "cond_wait: the caller does not hold");
     EXPECT_ERR(usched_cond_wait(&c, NULL), EINVAL, "cond_wait: mutex is NULL");
+    EXPECT_ERR(usched_cond_timedwait(&c, &shared, 1000000), EPERM, "cond_timedwait: the caller does not hold");
+    EXPECT_ERR(usched_cond_timedwait(&c, NULL, 1000000), EINVAL, "cond_timedwait: mutex is NULL");
     ASSERT_OK(usched_cond_destroy(&c));
     ASSERT_OK(usched_mutex_destroy(&shared));
 }
@@ -146,6 +149,99 @@ static void test_counts(void)
     ASSERT_OK(usched_sem_destroy(&s));
 }
 
+static void test_closed_channel(void)
+{
+    usched_chan_t *c;
+    ASSERT_OK(usched_chan_create(&c, 2));
+    ASSERT_OK(usched_chan_try_send(c, (void *)1));
+    ASSERT_OK(usched_chan_close(c));
+    EXPECT_ERR(usched_chan_try_send(c, (void *)2), EPIPE, "chan_try_send");
+    EXPECT_ERR(usched_chan_send(c, (void *)2), EPIPE, "chan_send");
+    void *m = NULL;
+    ASSERT_OK(usched_chan_try_recv(c, &m)); /* what was sent before the close still arrives */
+    ASSERT_PTR_EQ(m, (void *)1);
+    ASSERT_EQ(usched_chan_try_recv(c, &m), -EPIPE);
+    ASSERT_OK(usched_chan_destroy(c));
+}
+
+/* ---- destroy while waited on: -EBUSY, and the waiter is unharmed ------------- */
+
+static usched_mutex_t dw_mutex;
+static usched_cond_t dw_cond;
+static usched_sem_t dw_sem;
+static usched_wg_t dw_wg;
+static _Atomic int dw_cond_go;
+
+static void cond_waiter(void *arg)
+{
+    (void)arg;
+    ASSERT_OK(usched_mutex_lock(&dw_mutex));
+    while (!atomic_load(&dw_cond_go)) ASSERT_OK(usched_cond_wait(&dw_cond, &dw_mutex));
+    ASSERT_OK(usched_mutex_unlock(&dw_mutex));
+}
+
+static void sem_waiter(void *arg)
+{
+    (void)arg;
+    ASSERT_OK(usched_sem_wait(&dw_sem));
+}
+
+static void wg_waiter(void *arg)
+{
+    (void)arg;
+    ASSERT_OK(usched_wg_wait(&dw_wg));
+}
+
+/* Waits until q holds one waiter (its count is the waiters linked). */
+static void wait_linked(const struct usched__waitq *q)
+{
+    WAIT_UNTIL(__atomic_load_n(&q->nwaiters, __ATOMIC_ACQUIRE) == 1);
+}
+
+static int cond_destroy(void) { return usched_cond_destroy(&dw_cond); }
+static int sem_destroy(void) { return usched_sem_destroy(&dw_sem); }
+static int wg_destroy(void) { return usched_wg_destroy(&dw_wg); }
+
+static void cond_release(void)
+{
+    ASSERT_OK(usched_mutex_lock(&dw_mutex));
+    atomic_store(&dw_cond_go, 1);
+    ASSERT_OK(usched_cond_signal(&dw_cond));
+    ASSERT_OK(usched_mutex_unlock(&dw_mutex));
+}
+static void sem_release(void) { ASSERT_OK(usched_sem_post(&dw_sem)); }
+static void wg_release(void) { ASSERT_OK(usched_wg_done(&dw_wg)); }
+
+static void test_destroy_while_waited_on(void)
+{
+    ASSERT_OK(usched_mutex_init(&dw_mutex));
+    ASSERT_OK(usched_cond_init(&dw_cond));
+    ASSERT_OK(usched_sem_init(&dw_sem, 0));
+    ASSERT_OK(usched_wg_init(&dw_wg));
+    ASSERT_OK(usched_wg_add(&dw_wg, 1));
+    const struct {
+        void (*waiter)(void *);
+        const struct usched__waitq *q;
+        int (*destroy)(void);
+        void (*release)(void);
+        const char *msg;
+    } cases[] = {
+        {cond_waiter, &dw_cond._wq, cond_destroy, cond_release, "cond_destroy: 1 fiber or thread waiting"},
+        {sem_waiter, &dw_sem._wq, sem_destroy, sem_release, "sem_destroy: 1 fiber or thread waiting"},
+        {wg_waiter, &dw_wg._wq, wg_destroy, wg_release, "wg_destroy: 1 fiber or thread waiting"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn(sched, &t, cases[i].waiter, NULL));
+        wait_linked(cases[i].q);
+        EXPECT_ERR(cases[i].destroy(), EBUSY, cases[i].msg);
+        cases[i].release(); /* the waiter is unharmed: it returns normally */
+        ASSERT_OK(usched_join(t));
+        ASSERT_OK(cases[i].destroy());
+    }
+    ASSERT_OK(usched_mutex_destroy(&dw_mutex));
+}
+
 int main(void)
 {
     sched = sync_test_start(NULL);
@@ -153,6 +249,8 @@ int main(void)
     test_uninitialised_and_destroyed();
     test_mutex_misuse();
     test_counts();
+    test_closed_channel();
+    test_destroy_while_waited_on();
     ASSERT_OK(usched_destroy(sched));
     printf("ok\n");
     return 0;

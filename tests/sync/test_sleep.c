@@ -2,7 +2,10 @@
  * Sleep and timers, on the topology given as argv[1] (absent: this machine):
  *  - accuracy: many fibers sleep 50 us .. 5 ms; none wakes early; the
  *    lateness histogram is printed (a report, not an assertion);
- *  - ordering: sleepers on one CPU wake in deadline order;
+ *  - ordering: sleepers on one CPU wake in deadline order (asserted for
+ *    deadlines at least ORDER_MARGIN_NS apart: the test reads the clock a
+ *    moment before the scheduler does, and a preemption in between moves the
+ *    scheduler's deadline later than the recorded one);
  *  - 10,000 fibers sleeping at once all wake;
  *  - an idle scheduler with a pending timer uses (almost) no CPU: the CPU
  *    time over a 1 s sleep is printed and bounded generously (< 0.3 s);
@@ -10,6 +13,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 
 #include "sync_test.h"
@@ -81,16 +85,27 @@ static void test_accuracy(void)
 /* ---- ordering ------------------------------------------------------------------ */
 
 enum { NORDER = 20 };
+/* Every sleeper sleeps until an absolute deadline, ORDER_STEP_NS apart and
+ * all at least ORDER_LEAD_NS after the spawns (so that a sleeper started
+ * late by a loaded machine still has its deadline ahead: the deadlines do
+ * not drift with the start times). The order is asserted for pairs at least
+ * ORDER_MARGIN_NS apart, which a preemption shorter than the margin between
+ * the test's clock read and the scheduler's cannot flip; a sleeper that
+ * started after its deadline is left out (and counted). */
+#define ORDER_STEP_NS 5000000ull
+#define ORDER_MARGIN_NS 20000000ull
+#define ORDER_LEAD_NS 200000000ull
 static uint64_t order_deadline[NORDER];
 static int order_seq[NORDER];
+static bool order_late[NORDER];
 static _Atomic int order_next;
 
 static void order_sleeper(void *arg)
 {
     long i = (long)arg;
-    uint64_t d = (uint64_t)(NORDER - i) * 1000000; /* later spawns wake earlier */
-    order_deadline[i] = now_ns() + d;
-    ASSERT_OK(usched_sleep_ns(d));
+    uint64_t now = now_ns();
+    order_late[i] = now >= order_deadline[i];
+    ASSERT_OK(usched_sleep_ns(order_late[i] ? 0 : order_deadline[i] - now));
     order_seq[i] = atomic_fetch_add(&order_next, 1);
 }
 
@@ -98,12 +113,26 @@ static void test_ordering(void)
 {
     atomic_store(&order_next, 0);
     usched_task_t *t[NORDER];
+    uint64_t base = now_ns() + ORDER_LEAD_NS;
+    for (long i = 0; i < NORDER; i++) /* later spawns wake earlier */
+        order_deadline[i] = base + (uint64_t)(NORDER - i) * ORDER_STEP_NS;
     for (long i = 0; i < NORDER; i++) ASSERT_OK(usched_spawn_on(sched, &t[i], 0, order_sleeper, (void *)i));
     for (int i = 0; i < NORDER; i++) ASSERT_OK(usched_join(t[i]));
+    int pairs = 0, late = 0;
+    for (int a = 0; a < NORDER; a++) late += order_late[a];
     for (int a = 0; a < NORDER; a++)
         for (int b = 0; b < NORDER; b++)
-            if (order_deadline[a] < order_deadline[b]) ASSERT_LT(order_seq[a], order_seq[b]);
-    printf("  ordering: %d sleepers on CPU 0 woke in deadline order\n", NORDER);
+            if (!order_late[a] && !order_late[b] && order_deadline[a] + ORDER_MARGIN_NS <= order_deadline[b]) {
+                if (order_seq[a] >= order_seq[b])
+                    TEST_FAIL_("sleeper %d (deadline %.1f ms before sleeper %d's) woke %s it", a,
+                               (double)(order_deadline[b] - order_deadline[a]) / 1e6, b,
+                               order_seq[a] == order_seq[b] ? "with" : "after");
+                pairs++;
+            }
+    if (late) printf("  ordering: %d sleepers started after their deadline (loaded machine), left out\n", late);
+    ASSERT_GT(pairs, 0);
+    printf("  ordering: %d sleepers on CPU 0 woke in deadline order (%d pairs >= %llu ms apart checked)\n",
+           NORDER, pairs, ORDER_MARGIN_NS / 1000000);
 }
 
 /* ---- many sleepers ----------------------------------------------------------- */

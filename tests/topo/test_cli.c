@@ -4,10 +4,13 @@
  * the input and the problem, nothing on stdout, exit 2 (usage) or 1 (cannot
  * load).
  */
+#include <sched.h>
+#include <hwloc.h>
 #include <stdarg.h>
 
 #include "run.h"
 #include "topo_test.h"
+#include "usched.h"
 
 static const char *cli;
 
@@ -56,7 +59,9 @@ int main(int argc, char **argv)
     ASSERT_STR_CONTAINS(r.out, "topo");
     done(r);
     r = succeeds(run("--version", NULL));
-    ASSERT_STR_EQ(r.out, "usched 0.1.0\n");
+    /* The header's version, the library's and the hwloc it was built with. */
+    ASSERT_STR_EQ(r.out, "usched " USCHED_VERSION_STRING " (library " USCHED_VERSION_STRING
+                         ", hwloc " HWLOC_VERSION ")\n");
     done(r);
     r = run(NULL);
     ASSERT_EQ(r.status, 2);
@@ -71,6 +76,7 @@ int main(int argc, char **argv)
     done(r);
     r = succeeds(run("topo", NULL)); /* this machine, tree */
     ASSERT_STR_CONTAINS(r.out, "Machine");
+    ASSERT_STR_CONTAINS(r.out, "\nquota: "); /* the CPU quota line (docs/quota.md) */
     done(r);
     r = succeeds(run("topo", "--input", "pack:1 core:2 pu:2", "--format", "dfly", NULL));
     ASSERT_STR_EQ(r.out, "\\-PACKAGE MEMBERS: cpu0 cpu1 cpu2 cpu3 \n"
@@ -86,6 +92,28 @@ int main(int argc, char **argv)
     ASSERT_STR_CONTAINS(r.out, "\"pus\": 5,");
     ASSERT_STR_CONTAINS(r.out, "{\"cpu\": 4, \"os_index\": 12,");
     done(r);
+    /* SMT emulation: each core on one real CPU of this process, round-robin */
+    {
+        int real[CPU_SETSIZE], nreal = 0;
+        cpu_set_t set;
+        ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+        for (int i = 0; i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &set)) real[nreal++] = i;
+        r = succeeds(run("topo", "--input", "pack:1 core:2 pu:2", "--emulate", NULL));
+        char line[64];
+        for (int c = 0; c < 4; c++) {
+            snprintf(line, sizeof line, "\n%-6d %-6d %d\n", c, c / 2, real[(c / 2) % nreal]);
+            ASSERT_STR_CONTAINS(r.out, line);
+        }
+        ASSERT_EQ(strstr(r.out, "share one real CPU") != NULL, nreal < 2);
+        done(r);
+        r = succeeds(run("topo", "-i", "pack:2 core:3 pu:2", "--format", "emulate", NULL));
+        snprintf(line, sizeof line, "\n%-6d %-6d %d\n", 11, 5, real[5 % nreal]);
+        ASSERT_STR_CONTAINS(r.out, line);
+        ASSERT_EQ(strstr(r.out, "share one real CPU") != NULL, nreal < 6);
+        done(r);
+        FAILS(1, "emulate: needs a virtual topology", "topo", "--emulate");
+    }
     r = succeeds(run("topo", "--input=pack:2 core:1 pu:1", "--format=tree", NULL));
     ASSERT_STR_CONTAINS(r.out, "cpus 2, packages 2,");
     done(r);
@@ -105,7 +133,7 @@ int main(int argc, char **argv)
     /* Usage errors: exit 2. */
     FAILS(2, "unknown option '--bogus'", "topo", "--bogus");
     FAILS(2, "unknown option '-x'", "topo", "-x");
-    FAILS(2, "format 'xml': unknown (tree, dfly or json)", "topo", "--format", "xml");
+    FAILS(2, "format 'xml': unknown (tree, dfly, json or emulate)", "topo", "--format", "xml");
     FAILS(2, "option '--format' needs a value", "topo", "--format");
     FAILS(2, "option '--input' needs a value", "topo", "--input");
     FAILS(2, "unexpected argument 'extra'", "topo", "extra");

@@ -1,5 +1,5 @@
 /*
- * Every captured machine of shared/topologies: the counts usched reports
+ * Every captured machine of tests/data/topologies: the counts usched reports
  * against the README's table, the model invariants, and, for each SMT
  * machine, the dfly and json output against the snapshots in golden/.
  *

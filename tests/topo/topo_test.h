@@ -1,5 +1,5 @@
 /*
- * Shared by the topology tests: the captured machines of shared/topologies
+ * Shared by the topology tests: the captured machines of tests/data/topologies
  * with the counts of its README, unpacking a sysfs dump into a temporary
  * directory, and the invariants every loaded topology must satisfy.
  */
@@ -16,12 +16,12 @@
 #include "test.h"
 #include "topo/topo.h"
 
-/* One row per machine of shared/topologies/README.md ("Expected counts" and
- * "Machines: XML topologies"):
+/* One row per machine of tests/data/topologies/README.md ("The machines and
+ * the counts the tests expect"):
  *   name, file under the folder, root inside the tarball ("" for XML),
  *   packages, cores, PUs, L3 domains, NUMA nodes, L2 domains, threads per core.
- * The L2 count of the two AMD XMLs (one L2 per core) is not in the README's
- * XML table; it is the core count, as their lstopo view shows. */
+ * The L2 count of the two AMD XMLs is one per core, as their lstopo view
+ * shows. */
 #define TOPO_MACHINES(X)                                                                        \
     X(westmere, "sysfs/24em64t-2n6c2t+2mic.olddriver.tar.bz2", "24em64t-2n6c2t+2mic.olddriver",  \
       2, 12, 24, 2, 2, 12, 2)                                                                   \
@@ -61,16 +61,16 @@ static const struct topo_machine topo_machines[] = {
 };
 #define TOPO_NMACHINES ((int)(sizeof topo_machines / sizeof topo_machines[0]))
 
-/* The shared folder, or a loud failure: CI has ../shared beside the clone,
- * and a missing folder must not turn these tests into silent passes. */
-static inline const char *topo_shared_dir(void)
+/* The data folder, or a loud failure: it is part of the repository, and a
+ * missing folder must not turn these tests into silent passes. */
+static inline const char *topo_data_dir(void)
 {
     static char readme[4096];
     struct stat st;
     snprintf(readme, sizeof readme, "%s/README.md", USCHED_TOPOLOGIES_DIR);
     if (stat(readme, &st) != 0)
         TEST_FAIL_("captured topologies not found: %s is missing (configure with "
-                   "-DUSCHED_TOPOLOGIES_DIR=<shared/topologies>)",
+                   "-DUSCHED_TOPOLOGIES_DIR=<tests/data/topologies>)",
                    readme);
     return USCHED_TOPOLOGIES_DIR;
 }
@@ -91,7 +91,7 @@ static inline void topo_tmp_cleanup_(void)
 static inline const char *topo_machine_input(const struct topo_machine *m)
 {
     static char path[8192];
-    const char *dir = topo_shared_dir();
+    const char *dir = topo_data_dir();
     if (!m->root[0]) {
         snprintf(path, sizeof path, "%s/%s", dir, m->file);
         return path;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,31 +79,50 @@ static const char *field(const char *line, const char *key, char *buf, size_t le
     return NULL;
 }
 
-static void parse_result(const char *line, const char *system, struct bench_peer_out *out)
+static void parse_result(const char *line, const char *system, const struct bench_peer_expect *want,
+                         struct bench_peer_out *out)
 {
-    char v[64], check[16], sys[64];
+    char v[64], check[16], got[64], hib[4], thr[16];
     char *end;
+    out->status = BENCH_PEER_FAILED;
     if (!field(line, "value", v, sizeof v) || !field(line, "check", check, sizeof check)) {
-        out->status = BENCH_PEER_FAILED;
-        snprintf(out->msg, sizeof out->msg, "malformed RESULT line: %s", line);
+        snprintf(out->msg, sizeof out->msg, "malformed RESULT line: %.200s", line);
         return;
     }
-    out->value = strtod(v, &end);
-    if (end == v || *end) {
-        out->status = BENCH_PEER_FAILED;
-        snprintf(out->msg, sizeof out->msg, "RESULT value '%s' is not a number", v);
-    } else if (strcmp(check, "ok")) {
-        out->status = BENCH_PEER_FAILED;
+    if (strcmp(check, "ok")) {
         snprintf(out->msg, sizeof out->msg, "its own check failed (check=%s)", check);
-    } else if (field(line, "system", sys, sizeof sys) && strcmp(sys, system)) {
-        out->status = BENCH_PEER_FAILED;
-        snprintf(out->msg, sizeof out->msg, "RESULT names system '%s', expected '%s'", sys, system);
-    } else {
-        out->status = BENCH_PEER_OK;
+        return;
     }
+    /* the fields that must say what was asked */
+    snprintf(hib, sizeof hib, "%d", want->higher_is_better);
+    snprintf(thr, sizeof thr, "%d", !strcmp(want->workload, "yield") ? 1 : want->threads);
+    const struct {
+        const char *key, *expected;
+    } must[] = {
+        {"workload", want->workload}, {"system", system}, {"unit", want->unit},
+        {"higher_is_better", hib},    {"threads", thr},
+    };
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
+        if (!field(line, must[i].key, got, sizeof got)) {
+            snprintf(out->msg, sizeof out->msg, "RESULT line without %s=: %.180s", must[i].key, line);
+            return;
+        }
+        if (strcmp(got, must[i].expected)) {
+            snprintf(out->msg, sizeof out->msg, "RESULT says %s=%s, expected %s", must[i].key, got,
+                     must[i].expected);
+            return;
+        }
+    }
+    out->value = strtod(v, &end);
+    if (end == v || *end || !(out->value > 0) || isinf(out->value)) {
+        snprintf(out->msg, sizeof out->msg, "RESULT value '%s' is not a number > 0", v);
+        return;
+    }
+    out->status = BENCH_PEER_OK;
 }
 
-void bench_peer_run(const char *dir, const char *system, char **argv, struct bench_peer_out *out)
+void bench_peer_run(const char *dir, const char *system, char **argv,
+                    const struct bench_peer_expect *want, struct bench_peer_out *out)
 {
     char path[PATH_MAX];
     memset(out, 0, sizeof *out);
@@ -164,7 +184,7 @@ void bench_peer_run(const char *dir, const char *system, char **argv, struct ben
                  last[0] ? ": " : "", last);
     } else {
         chomp(result);
-        parse_result(result, system, out);
+        parse_result(result, system, want, out);
         if (out->status == BENCH_PEER_OK && code != 0) {
             out->status = BENCH_PEER_FAILED;
             snprintf(out->msg, sizeof out->msg, "exit %d%s%s", code, last[0] ? ": " : "", last);

@@ -4,6 +4,9 @@
  * which prints one line
  *   RESULT workload=W system=S value=V unit=U higher_is_better=B check=ok|FAIL threads=T
  * and exits 0 (ok), 1 (failed), 2 (bad usage) or 3 (workload unsupported).
+ * The line's own workload, system, unit, higher_is_better and threads are
+ * checked against what was asked, so a result is never compared with
+ * usched's in the wrong unit or direction.
  */
 #ifndef USCHED_TOOL_BENCH_PEER_H
 #define USCHED_TOOL_BENCH_PEER_H
@@ -24,6 +27,14 @@ extern const int bench_npeers;
 
 enum bench_peer_status { BENCH_PEER_OK, BENCH_PEER_SKIPPED, BENCH_PEER_FAILED };
 
+/* What the RESULT line must say besides its value. */
+struct bench_peer_expect {
+    const char *workload;
+    const char *unit;
+    int higher_is_better;
+    int threads; /* the worker count asked for (the peer reports 1 for yield) */
+};
+
 struct bench_peer_out {
     enum bench_peer_status status;
     double value;
@@ -36,7 +47,8 @@ struct bench_peer_out {
 int bench_peer_dir(const char *opt, char *buf, size_t len);
 
 /* Runs dir/peer-<system> with argv (argv[0] is replaced by the path; NULL
- * terminated) and parses its RESULT line. */
-void bench_peer_run(const char *dir, const char *system, char **argv, struct bench_peer_out *out);
+ * terminated), parses its RESULT line and checks it against want. */
+void bench_peer_run(const char *dir, const char *system, char **argv,
+                    const struct bench_peer_expect *want, struct bench_peer_out *out);
 
 #endif

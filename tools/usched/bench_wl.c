@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_net.h"
 #include "bench_wl.h"
 
 /* name, summary, function, timed (runs for --duration) */
@@ -21,11 +22,17 @@
     X(skynet, "a 10-ary tree of 1,000,000 leaf fibers summing their numbers", 0)     \
     X(pingpong, "round trips between two fibers over rendezvous channels", 0)        \
     X(yield, "two fibers on one CPU yielding to each other", 0)                      \
-    X(spawn, "spawn and join empty fibers in batches of 1000", 0)
+    X(spawn, "spawn and join empty fibers in batches of 1000", 0)                   \
+    X(echo, "TCP echo over loopback, one connection: round-trip latency", 0)         \
+    X(echo100, "TCP echo over loopback, 100 connections: messages per second", 1)
 
 const struct bench_workload bench_workloads[] = {
-#define X(name, summary, timed) {#name, summary, bench_##name, &peer_workload_infos[PEER_##name], timed},
+#define X(name, summary, timed) {#name, summary, bench_##name, &peer_workload_infos[PEER_##name], timed, NULL},
     BENCH_WORKLOADS(X)
+#undef X
+#define X(name, summary, unit) \
+    {#name, summary, bench_net_##name, &bench_net_infos[BENCH_NET_##name], 1, &bench_net_systems[BENCH_NET_##name]},
+    BENCH_NET_WORKLOADS(X)
 #undef X
 };
 const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);

@@ -12,6 +12,7 @@
 #define USCHED_BENCH_WL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "usched.h"
 
@@ -39,12 +40,27 @@ struct bench_out {
  * or a wrong result). */
 typedef int bench_fn(usched_t *s, const struct bench_params *p, struct bench_out *out);
 
+struct bench_peer_out;
+
+/* The systems a workload is compared with under --peers, when they are not
+ * the peer programs of bench_peer.h (the network workloads: bench_net.h). */
+struct bench_systems {
+    const char *const *names;
+    int n;
+    /* One run of system (a name of names); out as bench_peer_run's. */
+    void (*run)(const char *peers_dir, const char *system, const struct bench_params *p,
+                struct bench_peer_out *out);
+    /* Extra fields of the --json lines (",\"key\":value..."), or NULL. */
+    void (*json)(FILE *f);
+};
+
 struct bench_workload {
     const char *name;
     const char *summary;
     bench_fn *run;
     const struct peer_workload_info *info; /* unit, higher_is_better, default n */
     int timed;                             /* runs for --duration (pairs, select) */
+    const struct bench_systems *systems;   /* NULL: the peer programs */
 };
 
 /* The workloads in DESIGN section 10's order; bench_workload_find is NULL for
@@ -57,6 +73,7 @@ const struct bench_workload *bench_workload_find(const char *name);
  * ones that need channels). */
 bench_fn bench_fib, bench_skynet, bench_spawn, bench_yield, bench_build;
 bench_fn bench_pingpong, bench_pairs, bench_select;
+bench_fn bench_echo, bench_echo100; /* bench_echo.c */
 
 /* Records the first failure of a run (any fiber, any thread); later ones are
  * dropped so the message names the first thing that went wrong. */

@@ -1,15 +1,25 @@
 /*
  * usched bench [WORKLOAD] [--policy P] [--knobs K] [--topology T] [--cpus LIST]
  *              [--clients N] [--n N] [--duration SEC] [--runs N] [--compare SPEC]
- *              [--peers] [--peers-dir DIR] [--json]
+ *              [--peers] [--peers-dir DIR] [--json] [--progress] [--emulate]
+ *              [--noise N]
  *
  * Runs a workload (bench_wl.h) on usched variants (policies, knobs,
  * topologies) and, with --peers, on the peer programs, all interleaved run by
  * run (A B A B, not A A B B) so drift of the machine hits every variant
- * alike. Prints pgbench-style `tps = N` lines per run, then mean, standard
- * deviation and the difference of each variant to the first in percent, the
- * decision counters of each usched variant summed over its runs, and with
- * --peers a table of each system's median and its ratio to usched.
+ * alike. Prints (on stdout, once) pgbench-style `tps = N` lines per run, or
+ * `failed: reason` for a failed peer run, then mean, standard deviation and
+ * the difference of each variant to the first in percent, the decision
+ * counters of each usched variant summed over its runs; with exactly two
+ * usched variants, the seed table (the two runs side by side, the means and
+ * the difference of the first over the second, as DragonFly's smt_enable
+ * tables gave it); with --peers a
+ * table of each system's median over its successful runs, how many of its
+ * runs succeeded with the last failure's reason, and its ratio to usched.
+ * Progress goes to stderr only when stderr is a terminal, or with
+ * --progress: one line, rewritten in place, with the run count and the
+ * elapsed time. --noise N runs N busy processes beside every run
+ * (bench_noise.h), the noisy neighbour of a shared machine.
  *
  * Exit status: 0 done; 1 a run failed (a usched call failed or a workload's
  * check found a wrong result; a failing peer is reported, not fatal); 2 bad
@@ -26,11 +36,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_net.h"
+#include "bench_noise.h"
 #include "bench_peer.h"
 #include "bench_wl.h"
 #include "usched.h"
+#include "cli_opts.h"
 
 int cmd_bench(int argc, char **argv);
+
+/* Set by the fuzz targets (tests/fuzz/fuzz_cli.c): parse and check the
+ * command line, build the variants, then return 0 without running them. */
+int bench_parse_only;
 
 static const char bench_usage[] =
     "usage: usched bench [WORKLOAD] [options]\n"
@@ -42,9 +59,11 @@ static const char bench_usage[] =
     "  -k, --knobs K        knobs for every variant, 'smt=0,affine=1'\n"
     "  -t, --topology T     topology: hwloc synthetic string, XML file or captured root\n"
     "  -c, --cpus LIST      restrict to these CPUs ('0-7,16')\n"
+    "  -e, --emulate        SMT emulation: each core of --topology on one real CPU,\n"
+    "                       its PUs sharing it (docs/emulation.md)\n"
     "      --compare SPEC   variants to compare: 'smt=1;smt=0' (';' separates variants,\n"
-    "                       each a list of policy=, topology=, cpus=, knobs= or knob\n"
-    "                       settings) or 'policy=usched,linux' (one key, its values)\n"
+    "                       each a list of policy=, topology=, cpus=, knobs=, pin= or\n"
+    "                       knob settings) or 'policy=usched,linux' (one key, its values)\n"
     "      --peers          also run the peer programs (Go, oneTBB, ...) installed\n"
     "      --peers-dir DIR  where the peers are (default: $USCHED_PEERS_DIR, else the\n"
     "                       'peers' folder beside this executable)\n"
@@ -55,6 +74,12 @@ static const char bench_usage[] =
     "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
     "      --clients N      select: client fibers (default 2 x CPUs)\n"
     "      --json           one JSON object per run on stdout instead of the report\n"
+    "      --progress       a progress line on stderr even when it is not a terminal\n"
+    "      --trace FILE     write a trace of each usched run (docs/trace.md; read it\n"
+    "                       with usched trace FILE): FILE itself for a single run,\n"
+    "                       else FILE-<variant>-<run> before the extension\n"
+    "      --noise N        N busy processes beside every run (a noisy neighbour;\n"
+    "                       they start before the first run, die after the last)\n"
     "  -h, --help           print this help\n"
     "\n"
     "Workloads:\n";
@@ -71,11 +96,16 @@ struct variant {
     char topology[512]; /* "" = this machine */
     char cpus[128];
     bool has_topology, has_cpus;
+    bool emulate;          /* the emulate setting (SMT emulation) */
+    char pin[16];          /* the pin setting; "" = the default */
     bool skipped;          /* not run: why says why (unavailable policy, peer missing) */
-    char why[300];         /* also: the last failure of a peer */
+    char why[300];
+    char last_failure[300]; /* the last failed run's reason (peers) */
+    int nfailed;            /* runs that failed (peers) */
     double *values;        /* per run; NAN for a failed peer run */
     int nvalues;
     uint64_t *counters;    /* summed over runs, usched_stat_count() of them */
+    struct usched_wakelat *lat; /* wake-up latency per run (usched variants) */
     int ncpus;
 };
 
@@ -83,40 +113,25 @@ static struct {
     const struct bench_workload *wl;
     struct bench_params p;
     int runs;
-    bool json, peers, progress_tty;
+    bool json, peers;
+    int noise;         /* --noise: busy processes beside the runs */
+    bool progress;     /* stderr is a terminal, or --progress */
+    bool progress_tty; /* ... and a terminal: erase the line with ANSI codes */
+    int progress_len;  /* length of the last progress line (padding, not a tty) */
+    double t0;         /* start of the first run */
     const char *peers_dir_opt;
     char peers_dir[4096];
     struct variant *v;
     int nv;
     int ncounters;
     int total_runs, done_runs;
+    const char *trace; /* --trace FILE */
 } B;
 
 /* ---- small helpers ------------------------------------------------------------ */
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("usched bench: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs(" (see usched bench --help)\n", stderr);
-    return 2;
-}
-
-static int parse_long(const char *opt, const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno == ERANGE)
-        return usage_error("%s '%s': not an integer", opt, s);
-    if (v < min || v > max) return usage_error("%s '%s': must be in [%ld, %ld]", opt, s, min, max);
-    *out = v;
-    return 0;
-}
+#define usage_error(...) cli_usage_error("bench", "bench", __VA_ARGS__)
+#define parse_long(...) cli_parse_long("bench", "bench", __VA_ARGS__)
 
 static void json_str(FILE *f, const char *s)
 {
@@ -182,11 +197,17 @@ static int variant_apply(usched_t *s, const struct variant *v, char *err, size_t
         {"topology", v->topology, v->has_topology},
         {"cpus", v->cpus, v->has_cpus},
         {"knobs", v->knobs, v->knobs[0] != '\0'},
+        {"emulate", "1", v->emulate},
+        {"pin", v->pin, v->pin[0] != '\0'},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
         if (!kv[i].set) continue;
         if (usched_set(s, kv[i].key, kv[i].val) < 0) {
-            snprintf(err, len, "%s '%s': %s", kv[i].key, kv[i].val, usched_last_error());
+            /* A long value may not fit: end the message with "..." then. */
+            if (snprintf(err, len, "%s '%s': %s", kv[i].key, kv[i].val, usched_last_error()) >=
+                    (int)len &&
+                len > 4)
+                memcpy(err + len - 4, "...", 4);
             return -1;
         }
     }
@@ -243,7 +264,11 @@ static int variant_setting(struct variant *v, const char *key, const char *val, 
         v->has_cpus = true;
     } else if (!strcmp(key, "knobs"))
         append(v->knobs, sizeof v->knobs, ",", val);
-    else {
+    else if (!strcmp(key, "pin")) {
+        if (strcmp(val, "0") && strcmp(val, "1"))
+            return usage_error("--compare '%s': pin '%s': must be 0 or 1", spec, val);
+        snprintf(v->pin, sizeof v->pin, "%s", val);
+    } else {
         char kv[300];
         snprintf(kv, sizeof kv, "%s=%s", key, val);
         append(v->knobs, sizeof v->knobs, ",", kv);
@@ -333,8 +358,9 @@ static int variants_peers(void)
         fprintf(stderr, "usched bench: %s\n", B.peers_dir);
         return 1;
     }
-    for (int i = 0; i < bench_npeers; i++) {
-        struct variant v = {.peer = bench_peer_names[i]};
+    const struct bench_systems *sys = B.wl->systems;
+    for (int i = 0; i < (sys ? sys->n : bench_npeers); i++) {
+        struct variant v = {.peer = sys ? sys->names[i] : bench_peer_names[i]};
         snprintf(v.label, sizeof v.label, "%s", v.peer);
         variant_add(&v);
     }
@@ -343,31 +369,41 @@ static int variants_peers(void)
 
 /* ---- progress (stderr) ------------------------------------------------------------- */
 
+/* One line rewritten in place (hyperfine, pgbench -P): on a terminal erased
+ * with ESC[K, elsewhere (--progress into a file or pipe) overwritten with
+ * spaces after a carriage return. The report itself is only on stdout. */
 static void progress_clear(void)
 {
-    if (B.progress_tty) fputs("\r\033[K", stderr);
+    if (!B.progress || !B.progress_len) return;
+    if (B.progress_tty)
+        fputs("\r\033[K", stderr);
+    else
+        fprintf(stderr, "\r%*s\r", B.progress_len, "");
+    B.progress_len = 0;
+    fflush(stderr);
 }
 
 static void progress_start(const struct variant *v, int run)
 {
-    if (!B.progress_tty) return;
-    fprintf(stderr, "\r\033[K[%d/%d] %s %s run %d/%d ...", B.done_runs + 1, B.total_runs,
-            B.wl->name, v->label, run + 1, B.runs);
+    if (!B.progress) return;
+    progress_clear();
+    char line[512];
+    int n = snprintf(line, sizeof line, "[%d/%d runs, %.1f s] %s %s run %d/%d ...", B.done_runs + 1,
+                     B.total_runs, bench_now() - B.t0, B.wl->name, v->label, run + 1, B.runs);
+    fputs(line, stderr);
+    B.progress_len = n < (int)sizeof line ? n : (int)sizeof line - 1;
     fflush(stderr);
 }
 
-static void progress_done(const struct variant *v, int run, const char *what)
+static void progress_done(void)
 {
     B.done_runs++;
-    if (B.progress_tty) return;
-    fprintf(stderr, "usched bench: [%d/%d] %s %s run %d/%d: %s\n", B.done_runs, B.total_runs,
-            B.wl->name, v->label, run + 1, B.runs, what);
 }
 
 /* ---- one run ------------------------------------------------------------------------ */
 
 static void json_run(const struct variant *v, int run, double value, const uint64_t *counters,
-                     const char *skipped, const char *failed)
+                     const struct usched_wakelat *lat, const char *skipped, const char *failed)
 {
     printf("{\"workload\":\"%s\",\"system\":", B.wl->name);
     json_str(stdout, v->peer ? v->peer : "usched");
@@ -381,12 +417,13 @@ static void json_run(const struct variant *v, int run, double value, const uint6
     json_str(stdout, v->peer || !v->has_topology ? NULL : v->topology);
     printf(",\"cpus\":");
     json_str(stdout, v->peer || !v->has_cpus ? NULL : v->cpus);
-    printf(",\"threads\":%d,\"run\":%d,\"value\":", v->ncpus, run + 1);
+    printf(",\"threads\":%d,\"noise\":%d,\"run\":%d,\"value\":", v->ncpus, B.noise, run + 1);
     if (skipped || failed || isnan(value))
         fputs("null", stdout);
     else
         printf("%.6g", value);
     printf(",\"unit\":\"%s\",\"higher_is_better\":%s", unit(), higher_better() ? "true" : "false");
+    if (B.wl->systems && B.wl->systems->json) B.wl->systems->json(stdout);
     if (skipped) {
         printf(",\"skipped\":");
         json_str(stdout, skipped);
@@ -395,6 +432,10 @@ static void json_run(const struct variant *v, int run, double value, const uint6
         printf(",\"failed\":");
         json_str(stdout, failed);
     }
+    if (lat)
+        printf(",\"wake_latency\":{\"count\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}",
+               (unsigned long long)lat->count, (unsigned long long)lat->p50_ns, (unsigned long long)lat->p90_ns,
+               (unsigned long long)lat->p99_ns, (unsigned long long)lat->max_ns);
     printf(",\"counters\":{");
     for (int i = 0; counters && i < B.ncounters; i++)
         printf("%s\"%s\":%llu", i ? "," : "", usched_stat_name(i), (unsigned long long)counters[i]);
@@ -402,19 +443,36 @@ static void json_run(const struct variant *v, int run, double value, const uint6
     fflush(stdout);
 }
 
-static void report_run(const struct variant *v, int run, double value)
+/* The run's line of the report (stdout): its tps, or why it failed. */
+static void report_run(const struct variant *v, int run, double value, const char *failed)
 {
-    char what[200];
-    if (higher_better())
-        snprintf(what, sizeof what, "tps = %.1f", value);
+    progress_done();
+    if (B.json) return;
+    progress_clear();
+    printf("%s %s run %d: ", B.wl->name, v->label, run + 1);
+    if (failed)
+        printf("failed: %s\n", failed);
+    else if (higher_better())
+        printf("tps = %.1f\n", value);
     else
-        snprintf(what, sizeof what, "tps = %.1f (%.6g %s)", tps_of(value), value, unit());
-    if (!B.json) {
-        progress_clear();
-        printf("%s %s run %d: %s\n", B.wl->name, v->label, run + 1, what);
-        fflush(stdout);
+        printf("tps = %.1f (%.6g %s)\n", tps_of(value), value, unit());
+    fflush(stdout);
+}
+
+/* The trace file of a run: --trace FILE itself when the bench makes one
+ * usched run, else FILE with "-<variant>-<run>" before its extension. */
+static void trace_path(char *buf, size_t len, const struct variant *v, int run)
+{
+    int usched_runs = 0;
+    for (int i = 0; i < B.nv; i++) usched_runs += !B.v[i].peer && !B.v[i].skipped;
+    if (usched_runs * B.runs <= 1) {
+        snprintf(buf, len, "%s", B.trace);
+        return;
     }
-    progress_done(v, run, what);
+    const char *dot = strrchr(B.trace, '.');
+    const char *slash = strrchr(B.trace, '/');
+    if (!dot || (slash && dot < slash)) dot = B.trace + strlen(B.trace);
+    snprintf(buf, len, "%.*s-%d-%d%s", (int)(dot - B.trace), B.trace, (int)(v - B.v) + 1, run + 1, dot);
 }
 
 /* Runs the workload once on a fresh scheduler; exits 1 on a failure. */
@@ -432,6 +490,14 @@ static void run_usched(struct variant *v, int run)
         fprintf(stderr, "usched bench: %s: cpus '0': %s\n", v->label, usched_last_error());
         exit(1);
     }
+    if (B.trace) {
+        char path[4200];
+        trace_path(path, sizeof path, v, run);
+        if (usched_set(s, "trace", path) < 0) {
+            fprintf(stderr, "usched bench: --trace '%s': %s\n", path, usched_last_error());
+            exit(1);
+        }
+    }
     if (usched_start(s) < 0) {
         fprintf(stderr, "usched bench: %s: start: %s\n", v->label, usched_last_error());
         exit(1);
@@ -447,6 +513,7 @@ static void run_usched(struct variant *v, int run)
         usched_stat(s, usched_stat_name(i), &c[i]);
         v->counters[i] += c[i];
     }
+    usched_wakelat(s, -1, &v->lat[run]);
     int dr = usched_destroy(s);
     if (r == 0 && dr < 0) {
         r = -1;
@@ -459,9 +526,14 @@ static void run_usched(struct variant *v, int run)
         exit(1);
     }
     v->values[v->nvalues++] = out.value;
-    if (B.json) json_run(v, run, out.value, c, NULL, NULL);
+    if (B.json) json_run(v, run, out.value, c, &v->lat[run], NULL, NULL);
     free(c);
-    report_run(v, run, out.value);
+    report_run(v, run, out.value, NULL);
+    if (!B.json) {
+        const struct usched_wakelat *l = &v->lat[run];
+        printf("  wake-up latency: p50 %llu ns, p99 %llu ns (%llu wake-ups)\n", (unsigned long long)l->p50_ns,
+               (unsigned long long)l->p99_ns, (unsigned long long)l->count);
+    }
 }
 
 /* The peer's arguments: the same work as the usched runs. */
@@ -495,26 +567,37 @@ static void run_peer(struct variant *v, int run)
     argv[k++] = "--seed";
     argv[k++] = seed;
     argv[k] = NULL;
+    /* usched's own unit and direction: a peer answering in others fails */
+    const struct bench_peer_expect want = {
+        .workload = B.wl->name,
+        .unit = unit(),
+        .higher_is_better = higher_better(),
+        .threads = v->ncpus,
+    };
     struct bench_peer_out out;
-    bench_peer_run(B.peers_dir, v->peer, argv, &out);
+    if (B.wl->systems)
+        B.wl->systems->run(B.peers_dir, v->peer, &B.p, &out);
+    else
+        bench_peer_run(B.peers_dir, v->peer, argv, &want, &out);
     if (out.status == BENCH_PEER_SKIPPED) {
         snprintf(v->why, sizeof v->why, "%s", out.msg);
         v->skipped = true;
         B.total_runs -= B.runs - run - 1;
-        if (B.json) json_run(v, run, NAN, NULL, v->why, NULL);
-        progress_done(v, run, v->why);
+        if (B.json) json_run(v, run, NAN, NULL, NULL, v->why, NULL);
+        progress_done();
         return;
     }
     if (out.status == BENCH_PEER_FAILED) {
         v->values[v->nvalues++] = NAN;
-        snprintf(v->why, sizeof v->why, "failed: %s", out.msg);
-        if (B.json) json_run(v, run, NAN, NULL, NULL, out.msg);
-        progress_done(v, run, v->why);
+        v->nfailed++;
+        snprintf(v->last_failure, sizeof v->last_failure, "%s", out.msg);
+        if (B.json) json_run(v, run, NAN, NULL, NULL, NULL, out.msg);
+        report_run(v, run, NAN, out.msg);
         return;
     }
     v->values[v->nvalues++] = out.value;
-    if (B.json) json_run(v, run, out.value, NULL, NULL, NULL);
-    report_run(v, run, out.value);
+    if (B.json) json_run(v, run, out.value, NULL, NULL, NULL, NULL);
+    report_run(v, run, out.value, NULL);
 }
 
 /* ---- the report ---------------------------------------------------------------------- */
@@ -566,6 +649,33 @@ static int label_width(void)
     return w > 40 ? 40 : w;
 }
 
+/* A variant none of whose runs succeeded: how many failed, and the last reason. */
+static void print_failures(int w, const struct variant *v)
+{
+    printf("%-*s failed: %d of %d run%s; last: %s\n", w, v->label, v->nfailed, v->nvalues,
+           v->nvalues == 1 ? "" : "s", v->last_failure);
+}
+
+/* After a row computed from some runs only: which, and the last failure. */
+static void print_partial(const struct variant *v, int ok)
+{
+    if (v->nfailed)
+        printf("  (%d of %d runs; %d failed, last: %s)", ok, v->nvalues, v->nfailed, v->last_failure);
+    putchar('\n');
+}
+
+/* A usched variant's wake-up latency beside its throughput: the median over
+ * its runs of each run's p50 and p99. */
+static void print_wakelat(const struct variant *v)
+{
+    if (!v->lat || !v->nvalues) return;
+    double p50[v->nvalues], p99[v->nvalues];
+    for (int i = 0; i < v->nvalues; i++) p50[i] = (double)v->lat[i].p50_ns, p99[i] = (double)v->lat[i].p99_ns;
+    qsort(p50, (size_t)v->nvalues, sizeof *p50, cmp_double);
+    qsort(p99, (size_t)v->nvalues, sizeof *p99, cmp_double);
+    printf("  wake p50 %.0f ns p99 %.0f ns", p50[v->nvalues / 2], p99[v->nvalues / 2]);
+}
+
 static void print_summary(void)
 {
     int w = label_width();
@@ -574,13 +684,18 @@ static void print_summary(void)
     printf("\n%s: %d run%s per variant, %d CPU%s", B.wl->name, B.runs, B.runs == 1 ? "" : "s",
            B.v[0].ncpus, B.v[0].ncpus == 1 ? "" : "s");
     if (B.wl->timed) printf(", %g s each", B.p.duration);
+    if (B.noise) printf(", %d busy process%s beside", B.noise, B.noise == 1 ? "" : "es");
     printf(" (%s is better)\n", higher_better() ? "higher" : "lower");
     printf("%-*s %14s %12s %-6s %s\n", w, "variant", "mean", "stddev", "unit", "diff");
     for (int i = 0; i < B.nv; i++) {
         const struct variant *v = &B.v[i];
         struct summary s = summarize(v);
-        if (v->skipped || !s.n) {
+        if (v->skipped) {
             printf("%-*s %s\n", w, v->label, v->why);
+            continue;
+        }
+        if (!s.n) {
+            print_failures(w, v);
             continue;
         }
         char m[32], sd[32];
@@ -588,19 +703,52 @@ static void print_summary(void)
         if (!ref) {
             ref = v;
             rs = s;
-            printf("(reference)\n");
-            continue;
+            printf("(reference)");
+        } else {
+            double d = (s.mean - rs.mean) / rs.mean * 100.0;
+            bool better = higher_better() ? d > 0 : d < 0;
+            printf("%+.2f%% (%s)", d, fabs(d) < 0.005 ? "same" : better ? "better" : "worse");
         }
-        double d = (s.mean - rs.mean) / rs.mean * 100.0;
-        bool better = higher_better() ? d > 0 : d < 0;
-        printf("%+.2f%% (%s)\n", d, fabs(d) < 0.005 ? "same" : better ? "better" : "worse");
+        print_wakelat(v);
+        print_partial(v, s.n);
     }
+}
+
+/* The seed table, for exactly two usched variants: their runs side by side
+ * as pgbench prints them, the means, and the first's difference over the
+ * second in percent (DragonFly's smt_enable tables: smt=1 over smt=0). */
+static void print_seed(void)
+{
+    if (B.nv != 2 || B.v[0].peer || B.v[1].peer || B.v[0].skipped || B.v[1].skipped) return;
+    const struct variant *a = &B.v[0], *b = &B.v[1];
+    struct summary sa = summarize(a), sb = summarize(b);
+    const char *in = !higher_better() ? "; tps = operations per second"
+                     : strcmp(unit(), "tps") ? unit() : NULL;
+    printf("\nseed table (%s, %d CPUs%s%s%s):\n", B.wl->name, a->ncpus, a->emulate ? ", SMT emulated" : "",
+           in && in[0] != ';' ? "; tps in " : "", in ? in : "");
+    printf("%-8s %-24.24s %-24.24s\n", "run", a->label, b->label);
+    char m[32];
+    for (int r = 0; r < B.runs; r++) {
+        char ca[48] = "failed", cb[48] = "failed";
+        if (r < a->nvalues && !isnan(a->values[r]))
+            snprintf(ca, sizeof ca, "tps = %s", num(m, sizeof m, tps_of(a->values[r])));
+        if (r < b->nvalues && !isnan(b->values[r]))
+            snprintf(cb, sizeof cb, "tps = %s", num(m, sizeof m, tps_of(b->values[r])));
+        printf("%-8d %-24s %-24s\n", r + 1, ca, cb);
+    }
+    if (!sa.n || !sb.n) return;
+    double ma = tps_of(sa.mean), mb = tps_of(sb.mean);
+    char ca[48], cb[48];
+    snprintf(ca, sizeof ca, "tps = %s", num(m, sizeof m, ma));
+    snprintf(cb, sizeof cb, "tps = %s", num(m, sizeof m, mb));
+    printf("%-8s %-24s %-24s\n", "mean", ca, cb);
+    printf("%-8s %+.1f%% (%s over %s)\n", "diff", (ma - mb) / mb * 100.0, a->label, b->label);
 }
 
 /* Counters worth reading for placement quality. */
 static bool interesting(const char *name)
 {
-    static const char *const prefixes[] = {"place_", "steal_", "migrate_"};
+    static const char *const prefixes[] = {"place_", "steal_", "migrate_", "io_wake_", "io_poll", "contend_", "stall"};
     static const char *const names[] = {"smt_busy_sibling", "wake_cross_llc", "parks", "futex_wakes",
                                         "stolen_fibers", "wake_remote", "claim_collisions"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
@@ -636,21 +784,28 @@ static void print_peers(void)
     int w = label_width();
     const struct variant *ref = &B.v[0];
     struct summary rs = summarize(ref);
-    printf("\npeers: median of %d run%s, ratio = how many times usched (%s) is better\n", B.runs,
-           B.runs == 1 ? "" : "s", ref->label);
-    printf("%-*s %14s %-6s %8s\n", w, "system", "result", "unit", "ratio");
+    printf("\npeers: median of each system's successful runs (of %d), ratio = how many times usched (%s) "
+           "is better\n", B.runs, ref->label);
+    printf("%-*s %14s %-6s %8s %5s\n", w, "system", "result", "unit", "ratio", "runs");
     for (int i = 0; i < B.nv; i++) {
         const struct variant *v = &B.v[i];
         if (!v->peer && v != ref) continue;
+        const char *name = v->peer ? v->peer : "usched";
         struct summary s = summarize(v);
-        if (v->skipped || !s.n) {
-            printf("%-*s skipped: %s\n", w, v->peer ? v->peer : "usched", v->why);
+        if (v->skipped) {
+            printf("%-*s skipped: %s\n", w, name, v->why);
             continue;
         }
-        char m[32];
-        printf("%-*s %14s %-6s %7.2fx%s\n", w, v->peer ? v->peer : "usched", num(m, sizeof m, s.median), unit(),
-               advantage(rs.median, s.median),
+        if (!s.n) {
+            print_failures(w, v);
+            continue;
+        }
+        char m[32], runs[32];
+        snprintf(runs, sizeof runs, "%d/%d", s.n, v->nvalues);
+        printf("%-*s %14s %-6s %7.2fx %5s%s", w, name, num(m, sizeof m, s.median), unit(),
+               advantage(rs.median, s.median), runs,
                v->peer && advantage(rs.median, s.median) < 1 ? "  (usched loses)" : "");
+        print_partial(v, s.n);
     }
 }
 
@@ -685,7 +840,7 @@ static int check_n(long n, bool have_n)
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS };
+    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},     {"knobs", required_argument, NULL, 'k'},
         {"topology", required_argument, NULL, 't'},   {"cpus", required_argument, NULL, 'c'},
@@ -693,12 +848,18 @@ int cmd_bench(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'},   {"runs", required_argument, NULL, 'r'},
         {"compare", required_argument, NULL, O_COMPARE}, {"peers", no_argument, NULL, O_PEERS},
         {"peers-dir", required_argument, NULL, O_PEERS_DIR}, {"json", no_argument, NULL, O_JSON},
+        {"progress", no_argument, NULL, O_PROGRESS}, {"emulate", no_argument, NULL, 'e'},
+        {"trace", required_argument, NULL, O_TRACE},
+        {"noise", required_argument, NULL, O_NOISE},
         {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
     };
+    int net = bench_net_front(argc, argv); /* the network workloads' sweep */
+    if (net >= 0) return net;
     struct variant base = {0};
     const char *compare = NULL;
-    long n = 0, runs = DEFAULT_RUNS, clients = 0;
+    long n = 0, runs = DEFAULT_RUNS, clients = 0, noise = 0;
     bool have_n = false;
+    free(B.v); /* variants a parse-only call (the fuzz target) left behind */
     memset(&B, 0, sizeof B);
     B.p.duration = DEFAULT_DURATION;
     B.p.seed = PEER_SEED;
@@ -706,7 +867,7 @@ int cmd_bench(int argc, char **argv)
     int o;
     opterr = 0;
     optind = 1;
-    while ((o = getopt_long(argc, argv, ":p:k:t:c:n:d:r:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, ":p:k:t:c:n:d:r:eh", opts, NULL)) != -1) {
         switch (o) {
         case 'p': snprintf(base.policy, sizeof base.policy, "%s", optarg); break;
         case 'k': append(base.knobs, sizeof base.knobs, ",", optarg); break;
@@ -741,6 +902,12 @@ int cmd_bench(int argc, char **argv)
         case O_PEERS: B.peers = true; break;
         case O_PEERS_DIR: B.peers_dir_opt = optarg; break;
         case O_JSON: B.json = true; break;
+        case O_PROGRESS: B.progress = true; break;
+        case O_TRACE: B.trace = optarg; break;
+        case O_NOISE:
+            if (parse_long("--noise", optarg, 0, BENCH_NOISE_MAX, &noise)) return 2;
+            break;
+        case 'e': base.emulate = true; break;
         case 'h': print_usage(); return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -760,6 +927,7 @@ int cmd_bench(int argc, char **argv)
     if (B.peers_dir_opt && !B.peers) return usage_error("--peers-dir needs --peers");
     B.p.clients = (int)clients;
     B.runs = (int)runs;
+    B.noise = (int)noise;
     B.ncounters = usched_stat_count();
 
     /* the variants: --compare, or the one --policy, or every policy */
@@ -773,18 +941,23 @@ int cmd_bench(int argc, char **argv)
     } else if (variants_all_policies(&base)) {
         return 2;
     }
+    for (int i = 0; i < B.nv; i++)
+        if (B.v[i].emulate && !B.v[i].has_topology && !getenv("USCHED_TOPOLOGY"))
+            return usage_error("--emulate needs a virtual topology (--topology T)");
     if (B.peers && variants_peers()) return 1;
+    if (bench_parse_only) return 0;
     for (int i = 0; i < B.nv; i++) {
         struct variant *v = &B.v[i];
         if (!v->peer) v->counters = calloc((size_t)B.ncounters, sizeof *v->counters);
+        if (!v->peer) v->lat = calloc((size_t)B.runs, sizeof *v->lat);
         v->values = calloc((size_t)B.runs, sizeof *v->values);
-        if ((!v->peer && !v->counters) || !v->values) {
+        if ((!v->peer && (!v->counters || !v->lat)) || !v->values) {
             fputs("usched bench: out of memory\n", stderr);
             return 1;
         }
         if (v->skipped) {
             if (B.json)
-                json_run(v, 0, NAN, NULL, v->why, NULL);
+                json_run(v, 0, NAN, NULL, NULL, v->why, NULL);
             else
                 printf("%s %s: %s\n", B.wl->name, v->label, v->why);
         } else {
@@ -792,6 +965,15 @@ int cmd_bench(int argc, char **argv)
         }
     }
     B.progress_tty = isatty(STDERR_FILENO);
+    B.progress |= B.progress_tty;
+    char err[256];
+    if (bench_noise_start(B.noise, err, sizeof err)) {
+        fprintf(stderr, "usched bench: %s\n", err);
+        return 1;
+    }
+    static bool at_exit;
+    if (!at_exit) at_exit = !atexit(bench_noise_stop); /* a failed run exits */
+    B.t0 = bench_now();
 
     /* interleaved: every variant's run 1, then every variant's run 2, ... */
     for (int r = 0; r < B.runs; r++)
@@ -805,15 +987,20 @@ int cmd_bench(int argc, char **argv)
                 run_usched(v, r);
         }
     progress_clear();
+    bench_noise_stop();
     if (!B.json) {
         print_summary();
+        print_seed();
         print_counters();
         if (B.peers) print_peers();
     }
     for (int i = 0; i < B.nv; i++) {
         free(B.v[i].values);
         free(B.v[i].counters);
+        free(B.v[i].lat);
     }
     free(B.v);
+    B.v = NULL; /* the network sweep calls cmd_bench once per point */
+    B.nv = 0;
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -13,7 +13,9 @@
 /* name, one-line summary */
 #define USCHED_COMMANDS(X)                                                      \
     X(bench, "run workloads on policies, knobs and peers, side by side")         \
+    X(serve, "run a server (tbench, pgbench, redis, http, echo) on usched")     \
     X(topo, "print the CPU topology of this machine or of an input")         \
+    X(trace, "summarise a trace file, draw its timeline (--svg)")             \
     X(policies, "list the placement policies")                                  \
     X(knobs, "list the knobs (runtime tunables), or check a knob setting")
 
@@ -55,7 +57,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-        printf("usched %s\n", USCHED_VERSION_STRING);
+        printf("usched %s (library %s, hwloc %s)\n", USCHED_VERSION_STRING, usched_version(),
+               usched_hwloc_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

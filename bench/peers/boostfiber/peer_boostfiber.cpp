@@ -131,16 +131,30 @@ static int run_skynet(void)
 static int run_yield(void)
 {
 	fibers::use_scheduling_algorithm<fibers::algo::round_robin>();
-	auto loop = [] {
-		for (long i = 0; i < opts.n; i++)
+	// Each fiber counts its yields and notes a thread other than this one
+	// (round_robin keeps both on the calling thread).
+	const std::thread::id home = std::this_thread::get_id();
+	long count[2] = {0, 0};
+	bool moved = false;
+	auto loop = [&](int k) {
+		for (long i = 0; i < opts.n; i++) {
 			boost::this_fiber::yield();
+			count[k]++;
+		}
+		moved |= std::this_thread::get_id() != home;
 	};
 	double t0 = peer_now();
-	fibers::fiber a = start(loop), b = start(loop);
+	fibers::fiber a = start([&] { loop(0); }), b = start([&] { loop(1); });
 	a.join();
 	b.join();
 	double t = peer_now() - t0;
-	return peer_result(&opts, t * 1e9 / (2.0 * (double)opts.n), 1);
+	int ok = peer_count_ok(&opts, "yield: first fiber's yields", count[0], opts.n) &
+		 peer_count_ok(&opts, "yield: second fiber's yields", count[1], opts.n);
+	if (moved) {
+		fprintf(stderr, "peer-boostfiber: yield: a fiber left the calling thread\n");
+		ok = 0;
+	}
+	return peer_result(&opts, t * 1e9 / (2.0 * (double)opts.n), ok);
 }
 
 int main(int argc, char **argv)

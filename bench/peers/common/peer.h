@@ -30,7 +30,9 @@
 	X(pairs,    "rt/s",  1, 0)              \
 	X(select,   "tps",   1, 0)              \
 	X(build,    "ms",    0, 2000)           \
-	X(yield,    "ns/op", 0, 1000000)
+	X(yield,    "ns/op", 0, 1000000)        \
+	X(echo,     "ns/rt", 0, 100000)         \
+	X(echo100,  "msg/s", 1, 0)
 
 enum peer_workload {
 #define PEER_ENUM(name, unit, hib, n) PEER_##name,
@@ -240,6 +242,18 @@ static inline int peer_result(const struct peer_opts *o, double value, int ok)
 	       ok ? "ok" : "FAIL", threads);
 	fflush(stdout);
 	return ok ? 0 : 1;
+}
+
+/* The spawn and yield checks: a count the tasks kept themselves (spawn: bodies
+ * that ran; yield: yields made, per task) against what the workload asked.
+ * Prints a mismatch on stderr; returns 1 when they agree. */
+static inline int peer_count_ok(const struct peer_opts *o, const char *what, long long got,
+				long long want)
+{
+	if (got == want)
+		return 1;
+	fprintf(stderr, "peer-%s: %s: %lld, expected %lld\n", o->system, what, got, want);
+	return 0;
 }
 
 static inline void peer_die(const struct peer_opts *o, const char *what, int err)

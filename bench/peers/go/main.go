@@ -32,6 +32,8 @@ var workloads = []workload{
 	{"select", "tps", 1, 0},
 	{"build", "ms", 0, 2000},
 	{"yield", "ns/op", 0, 1000000},
+	{"echo", "ns/rt", 0, 100000},
+	{"echo100", "msg/s", 1, 0},
 }
 
 const (
@@ -63,7 +65,7 @@ var opts options
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: peer-go <workload> [--threads N] [--n N] [--duration S] "+
 		"[--clients N] [--servers N] [--pairs N] [--seed N] [--cutoff N]")
-	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield")
+	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield echo echo100")
 }
 
 func bad(what, val, why string) {
@@ -199,6 +201,15 @@ func result(value float64, ok bool) {
 	}
 }
 
+// countOK is the spawn and yield check: a count the goroutines kept themselves
+// against what the workload asked; a mismatch is reported on stderr.
+func countOK(what string, got, want int64) bool {
+	if got != want {
+		fmt.Fprintf(os.Stderr, "peer-go: %s: %d, expected %d\n", what, got, want)
+	}
+	return got == want
+}
+
 func capped(start time.Time) bool {
 	return opts.haveDuration && time.Since(start).Seconds() >= opts.duration
 }
@@ -313,6 +324,11 @@ func runPairs() {
 
 func runSpawn() {
 	var wg sync.WaitGroup
+	var ran atomic.Int64 // goroutine bodies that ran
+	body := func() {
+		ran.Add(1)
+		wg.Done()
+	}
 	start := time.Now()
 	var done int64
 	for done < opts.n && !(done > 0 && capped(start)) {
@@ -322,14 +338,14 @@ func runSpawn() {
 		}
 		wg.Add(int(batch))
 		for i := int64(0); i < batch; i++ {
-			go wg.Done()
+			go body()
 		}
 		wg.Wait()
 		done += batch
 	}
 	el := time.Since(start)
 	fmt.Fprintf(os.Stderr, "spawn: %d goroutines in %.3f s\n", done, el.Seconds())
-	result(float64(el.Nanoseconds())/float64(done), true)
+	result(float64(el.Nanoseconds())/float64(done), countOK("spawn: goroutines that ran", ran.Load(), done))
 }
 
 // The classic Go skynet: each inner task sums its children's answers from a channel.
@@ -582,19 +598,23 @@ func runBuild() {
 func runYield() {
 	runtime.GOMAXPROCS(1)
 	var wg sync.WaitGroup
+	var count [2]int64 // yields made by each goroutine (read after wg.Wait)
 	wg.Add(2)
 	start := time.Now()
 	for t := 0; t < 2; t++ {
-		go func() {
+		go func(t int) {
 			for i := int64(0); i < opts.n; i++ {
 				runtime.Gosched()
+				count[t]++
 			}
 			wg.Done()
-		}()
+		}(t)
 	}
 	wg.Wait()
 	el := time.Since(start)
-	result(float64(el.Nanoseconds())/float64(2*opts.n), true)
+	ok := countOK("yield: first goroutine's yields", count[0], opts.n)
+	ok = countOK("yield: second goroutine's yields", count[1], opts.n) && ok
+	result(float64(el.Nanoseconds())/float64(2*opts.n), ok)
 }
 
 func main() {
@@ -617,5 +637,9 @@ func main() {
 		runBuild()
 	case "yield":
 		runYield()
+	case "echo": // echo.go
+		runEcho()
+	case "echo100":
+		runEcho100()
 	}
 }

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #define SUPPORTED (PEER_BIT(pingpong) | PEER_BIT(spawn) | PEER_BIT(pairs) | PEER_BIT(select) | \
-		   PEER_BIT(build) | PEER_BIT(yield))
+		   PEER_BIT(build) | PEER_BIT(yield) | PEER_BIT(echo) | PEER_BIT(echo100))
 #define STACK_SIZE (64 * 1024)
 
 static struct peer_opts opts;
@@ -168,8 +168,11 @@ static int run_pairs(void)
 
 /* ---- spawn ------------------------------------------------------------------ */
 
+static atomic_long spawn_ran; /* thread bodies that ran */
+
 static void *empty(void *arg)
 {
+	atomic_fetch_add_explicit(&spawn_ran, 1, memory_order_relaxed);
 	return arg;
 }
 
@@ -191,7 +194,8 @@ static int run_spawn(void)
 	double t = peer_now() - t0;
 	free(ts);
 	fprintf(stderr, "spawn: %ld threads in %.3f s\n", done, t);
-	return peer_result(&opts, t * 1e9 / (double)done, true);
+	return peer_result(&opts, t * 1e9 / (double)done,
+			   peer_count_ok(&opts, "spawn: threads that ran", atomic_load(&spawn_ran), done));
 }
 
 /* ---- select ----------------------------------------------------------------- */
@@ -386,12 +390,19 @@ static int run_build(void)
 
 static pthread_barrier_t yield_barrier;
 
+struct yielder {
+	int cpu;     /* the CPU both threads are pinned to */
+	long count;  /* sched_yield calls that succeeded */
+	bool moved;  /* ran on another CPU than the pinned one */
+};
+
 static void *yielder(void *arg)
 {
-	(void)arg;
+	struct yielder *y = arg;
 	pthread_barrier_wait(&yield_barrier);
 	for (long i = 0; i < opts.n; i++)
-		sched_yield();
+		y->count += sched_yield() == 0;
+	y->moved = sched_getcpu() != y->cpu;
 	return NULL;
 }
 
@@ -400,22 +411,31 @@ static int run_yield(void)
 	cpu_set_t set, one;
 	sched_getaffinity(0, sizeof(set), &set);
 	CPU_ZERO(&one);
+	int cpu = 0;
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &set)) {
 			CPU_SET(c, &one);
+			cpu = c;
 			break;
 		}
 	pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
 	pthread_barrier_init(&yield_barrier, NULL, 3);
 	pthread_t t[2];
-	start_thread(&t[0], yielder, NULL);
-	start_thread(&t[1], yielder, NULL);
+	struct yielder y[2] = {{.cpu = cpu}, {.cpu = cpu}};
+	start_thread(&t[0], yielder, &y[0]);
+	start_thread(&t[1], yielder, &y[1]);
 	pthread_barrier_wait(&yield_barrier);
 	double t0 = peer_now();
 	join_thread(t[0]);
 	join_thread(t[1]);
 	double el = peer_now() - t0;
-	return peer_result(&opts, el * 1e9 / (2.0 * (double)opts.n), true);
+	int ok = peer_count_ok(&opts, "yield: first thread's yields", y[0].count, opts.n) &
+		 peer_count_ok(&opts, "yield: second thread's yields", y[1].count, opts.n);
+	if (y[0].moved || y[1].moved) {
+		fprintf(stderr, "peer-pthreads: yield: a thread left CPU %d\n", cpu);
+		ok = 0;
+	}
+	return peer_result(&opts, el * 1e9 / (2.0 * (double)opts.n), ok);
 }
 
 /* ---------------------------------------------------------------------------- */
@@ -437,6 +457,8 @@ static void restrict_cpus(int n)
 		sched_setaffinity(0, sizeof(mine), &mine);
 }
 
+#include "peer_pthreads_echo.h" /* echo, echo100: a blocking thread per connection */
+
 int main(int argc, char **argv)
 {
 	peer_parse(argc, argv, "pthreads", SUPPORTED, &opts);
@@ -450,6 +472,8 @@ int main(int argc, char **argv)
 	case PEER_select:   return run_select();
 	case PEER_build:    return run_build();
 	case PEER_yield:    return run_yield();
+	case PEER_echo:     return run_echo();
+	case PEER_echo100:  return run_echo100();
 	default:            return 3;
 	}
 }

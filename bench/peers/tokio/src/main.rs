@@ -4,10 +4,12 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::process::exit;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+mod echo;
 
 struct Workload {
     name: &'static str,
@@ -17,7 +19,7 @@ struct Workload {
 }
 
 // Same table as bench/peers/common/peer.h.
-const WORKLOADS: [Workload; 8] = [
+const WORKLOADS: [Workload; 10] = [
     Workload { name: "pingpong", unit: "ns/rt", higher_is_better: 0, default_n: 1_000_000 },
     Workload { name: "spawn", unit: "ns/op", higher_is_better: 0, default_n: 1_000_000 },
     Workload { name: "skynet", unit: "ms", higher_is_better: 0, default_n: 1_000_000 },
@@ -26,8 +28,10 @@ const WORKLOADS: [Workload; 8] = [
     Workload { name: "select", unit: "tps", higher_is_better: 1, default_n: 0 },
     Workload { name: "build", unit: "ms", higher_is_better: 0, default_n: 2000 },
     Workload { name: "yield", unit: "ns/op", higher_is_better: 0, default_n: 1_000_000 },
+    Workload { name: "echo", unit: "ns/rt", higher_is_better: 0, default_n: 100_000 },
+    Workload { name: "echo100", unit: "msg/s", higher_is_better: 1, default_n: 0 },
 ];
-const SUPPORTED: [&str; 5] = ["pingpong", "pairs", "spawn", "skynet", "yield"];
+const SUPPORTED: [&str; 7] = ["pingpong", "pairs", "spawn", "skynet", "yield", "echo", "echo100"];
 const SPAWN_BATCH: i64 = 1000;
 const CHECK_EVERY: i64 = 1000;
 
@@ -137,6 +141,15 @@ fn parse() -> Opts {
     o
 }
 
+/// The spawn and yield check: a count the tasks kept themselves against what
+/// the workload asked; a mismatch is reported on stderr.
+fn count_ok(what: &str, got: i64, want: i64) -> bool {
+    if got != want {
+        eprintln!("peer-tokio: {}: {}, expected {}", what, got, want);
+    }
+    got == want
+}
+
 fn result(o: &Opts, value: f64, ok: bool) -> i32 {
     let threads = if o.w.name == "yield" { 1 } else { o.threads };
     let prec = if value >= 100.0 { 0 } else { 2 };
@@ -237,11 +250,15 @@ async fn spawn(o: &Opts) -> i32 {
     let start = Instant::now();
     let mut done = 0i64;
     let mut ok = true;
+    let ran = Arc::new(AtomicI64::new(0)); // task bodies that ran
     let mut handles = Vec::with_capacity(SPAWN_BATCH as usize);
     while done < o.n && !(done > 0 && capped(o, start)) {
         let batch = (o.n - done).min(SPAWN_BATCH);
         for _ in 0..batch {
-            handles.push(tokio::spawn(async {}));
+            let ran = ran.clone();
+            handles.push(tokio::spawn(async move {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }));
         }
         for h in handles.drain(..) {
             ok &= h.await.is_ok();
@@ -250,6 +267,7 @@ async fn spawn(o: &Opts) -> i32 {
     }
     let el = start.elapsed();
     eprintln!("spawn: {} tasks in {:.3} s", done, el.as_secs_f64());
+    ok &= count_ok("spawn: tasks that ran", ran.load(Ordering::Relaxed), done);
     result(o, el.as_nanos() as f64 / done as f64, ok)
 }
 
@@ -284,15 +302,19 @@ async fn run_yield(o: &Opts) -> i32 {
     let tasks: Vec<_> = (0..2)
         .map(|_| {
             tokio::spawn(async move {
+                let mut count = 0i64; // yields made
                 for _ in 0..n {
                     tokio::task::yield_now().await;
+                    count += 1;
                 }
+                count
             })
         })
         .collect();
     let mut ok = true;
-    for t in tasks {
-        ok &= t.await.is_ok();
+    for (k, t) in tasks.into_iter().enumerate() {
+        let what = if k == 0 { "yield: first task's yields" } else { "yield: second task's yields" };
+        ok &= count_ok(what, t.await.unwrap_or(-1), n);
     }
     let el = start.elapsed();
     result(o, el.as_nanos() as f64 / (2 * n) as f64, ok)
@@ -321,6 +343,8 @@ fn main() {
                 "pairs" => pairs(o).await,
                 "spawn" => spawn(o).await,
                 "skynet" => run_skynet(o).await,
+                "echo" => echo::echo(o).await,
+                "echo100" => echo::echo100(o).await,
                 _ => run_yield(o).await,
             }
         })

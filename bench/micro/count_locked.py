@@ -1,0 +1,56 @@
+# Counts the locked (atomic read-modify-write) instructions one hand-off
+# executes: gdb single-steps the worker thread of bench_handoff from one call
+# of handoff_mark() to the next and counts every instruction with a lock
+# prefix, every xchg (always locked with a memory operand) and every mfence
+# (a full fence costs about as much), naming the function each was in. x86-64 only (on aarch64 look for ldaxr/stlxr, cas,
+# swp and ldadd instead).
+#   gdb -q -batch -x bench/micro/count_locked.py --args build/bench_handoff pingpong 50
+# Skips the first WARM marks (stacks, caches and timers warm up), then
+# reports SAMPLES (COUNT_SAMPLES, default 4) consecutive ones and their mean
+# (paths with a periodic slow step, such as the next slot's demotion every
+# next_cap runs, need a window longer than that period).
+# With COUNT_BY_FUNCTION=1 in the environment it also prints how many
+# instructions each function executed.
+import collections
+import os
+
+import gdb
+
+WARM = 40
+SAMPLES = int(os.environ.get("COUNT_SAMPLES", "4"))
+
+gdb.execute("set pagination off")
+gdb.execute("set confirm off")
+gdb.execute("break handoff_mark")
+gdb.execute("run")  # (run with arguments would replace --args)
+for _ in range(WARM):
+    gdb.execute("continue")
+gdb.execute("set scheduler-locking step")
+mark = int(gdb.parse_and_eval("(long)&handoff_mark"))
+sum_total = sum_locked = 0
+for sample in range(SAMPLES):
+    gdb.execute("stepi", to_string=True)  # leave the mark
+    total, locked, where, funcs = 0, 0, collections.Counter(), collections.Counter()
+    while True:
+        frame = gdb.selected_frame()
+        pc = frame.pc()
+        if pc == mark:
+            break
+        insn = frame.architecture().disassemble(pc)[0]["asm"]
+        op = insn.split()
+        if op and (op[0] == "lock" or (op[0].startswith("xchg") and "(" in insn) or op[0] == "mfence"):
+            locked += 1
+            where[(frame.name() or "?") + ": " + insn.split("  ")[0].strip()] += 1
+        total += 1
+        funcs[frame.name() or "?"] += 1
+        gdb.execute("stepi", to_string=True)
+    print("hand-off %d: %d instructions, %d locked" % (sample, total, locked))
+    sum_total += total
+    sum_locked += locked
+    for k, n in sorted(where.items()):
+        print("  %2d x %s" % (n, k))
+    if os.environ.get("COUNT_BY_FUNCTION"):
+        for k, n in funcs.most_common():
+            print("  %5d in %s" % (n, k))
+print("mean of %d: %.1f instructions, %.2f locked" % (SAMPLES, sum_total / SAMPLES, sum_locked / SAMPLES))
+gdb.execute("kill")

@@ -1,0 +1,108 @@
+/*
+ * Hand-off paths in isolation, for counting what one of them costs in
+ * locked (atomic read-modify-write) instructions (bench/micro/count_locked.py
+ * steps through the code between two calls of handoff_mark()):
+ *   pingpong  two fibers, round trips over two rendezvous channels
+ *   spawn     a fiber spawns an empty fiber and joins it
+ * One worker (topology "pack:1 core:1 pu:1"), so the whole path runs on
+ * one thread. Usage: bench_handoff pingpong|spawn [iterations [topology]]
+ * A topology of two CPUs in one LLC ("pack:1 l3:1 core:2 pu:1") takes the
+ * path of the 2-CPU benchmark machine: with a one-CPU LLC every wake-up
+ * counts as wide (the wake_wide factor is the LLC size, 1), and the
+ * rendezvous wake-ups go through the idle search instead of the sync
+ * hand-off; the second worker parks and the pair stays on the first.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "usched.h"
+
+static long iters;
+static usched_chan_t *ping, *pong;
+
+/* Called once per round trip / spawn, by the driving fiber only. */
+__attribute__((noinline)) void handoff_mark(long i);
+__attribute__((noinline)) void handoff_mark(long i)
+{
+    __asm__ volatile("" ::"r"(i) : "memory");
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_handoff: %s: %s\n", what, usched_strerror(rc));
+    exit(1);
+}
+
+static void echo(void *arg)
+{
+    (void)arg;
+    void *m;
+    for (long i = 0; i < iters; i++) {
+        int rc = usched_chan_recv(ping, &m);
+        if (rc == 0) rc = usched_chan_send(pong, m);
+        if (rc < 0) die("echo", rc);
+    }
+}
+
+static void pinger(void *arg)
+{
+    (void)arg;
+    void *m;
+    for (long i = 0; i < iters; i++) {
+        handoff_mark(i);
+        int rc = usched_chan_send(ping, (void *)(i + 1));
+        if (rc == 0) rc = usched_chan_recv(pong, &m);
+        if (rc < 0) die("ping", rc);
+        if (m != (void *)(i + 1)) {
+            fprintf(stderr, "bench_handoff: round trip %ld came back as %p\n", i, m);
+            exit(1);
+        }
+    }
+}
+
+static void nop(void *arg)
+{
+    (void)arg;
+}
+
+static void spawner(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < iters; i++) {
+        handoff_mark(i);
+        usched_task_t *t;
+        int rc = usched_spawn(usched_self(), &t, nop, NULL);
+        if (rc == 0) rc = usched_join(t);
+        if (rc < 0) die("spawn", rc);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "pingpong";
+    iters = argc > 2 ? atol(argv[2]) : 100000;
+    const char *topo = argc > 3 ? argv[3] : "pack:1 core:1 pu:1";
+    if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn"))) {
+        fprintf(stderr, "usage: bench_handoff pingpong|spawn [iterations > 0 [topology]]\n");
+        return 2;
+    }
+    usched_t *s;
+    int rc;
+    if ((rc = usched_create(&s)) < 0 || (rc = usched_set(s, "topology", topo)) < 0 ||
+        (rc = usched_start(s)) < 0)
+        die("scheduler", rc);
+    usched_task_t *a, *b = NULL;
+    if (!strcmp(what, "pingpong")) {
+        if ((rc = usched_chan_create(&ping, 0)) < 0 || (rc = usched_chan_create(&pong, 0)) < 0)
+            die("chan_create", rc);
+        if ((rc = usched_spawn(s, &b, echo, NULL)) < 0) die("spawn", rc);
+        if ((rc = usched_spawn(s, &a, pinger, NULL)) < 0) die("spawn", rc);
+    } else if ((rc = usched_spawn(s, &a, spawner, NULL)) < 0) {
+        die("spawn", rc);
+    }
+    if ((rc = usched_join(a)) < 0 || (b && (rc = usched_join(b)) < 0)) die("join", rc);
+    usched_destroy(s);
+    printf("bench_handoff %s: %ld done\n", what, iters);
+    return 0;
+}

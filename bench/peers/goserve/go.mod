@@ -1,0 +1,3 @@
+module usched/bench/peers/goserve
+
+go 1.19

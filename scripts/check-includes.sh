@@ -1,0 +1,101 @@
+#!/bin/sh
+# Checks every #include "..." of src/, servers/ and tools/ against the dependency rule
+# between the layers (docs/architecture.md), and names each offending line.
+#
+#   sh scripts/check-includes.sh [REPOSITORY]     (default: the current folder)
+#
+# A file's area is its folder under src/ (src/arch/<isa>/ is arch), servers
+# (the example servers, on the public API only) or tools.
+# Every area may include its own files and the public headers of include/;
+# beyond that, only what RULES lists for it. An include is resolved as the
+# compiler does: next to the including file, else under src/, include/ or
+# servers/.
+# Exit status: 0 the rule holds; 1 it is broken (one line per include); 2 bad
+# usage.
+set -eu
+
+root=${1:-.}
+if [ ! -d "$root/src" ]; then
+    echo "check-includes: '$root' has no src/ folder (give the repository's root)" >&2
+    exit 2
+fi
+cd "$root"
+
+# area: the areas it may include besides itself and include/. Upward is
+# forbidden: the table is the order of the layers, lowest first.
+RULES='
+arch:
+base: arch
+topo: base
+rq: base arch
+stats: base
+core: base arch topo rq stats
+sync: base arch core
+io: base arch core sync
+policy:
+servers:
+tools: peer servers
+'
+
+area_of() {
+    case $1 in
+        include/*) echo include ;;
+        bench/peers/common/*) echo peer ;;
+        servers/*) echo servers ;;
+        src/*/*) p=${1#src/}; echo "${p%%/*}" ;;
+        tools/*) echo tools ;;
+        *) echo other ;;
+    esac
+}
+
+allowed() { # allowed FROM TO
+    [ "$1" = "$2" ] || [ "$2" = include ] && return 0
+    may=$(printf '%s\n' "$RULES" | sed -n "s/^$1:[[:space:]]*//p")
+    for a in $may; do [ "$a" = "$2" ] && return 0; done
+    return 1
+}
+
+normalise() { # a path with ./ and ../ folded
+    printf '%s\n' "$1" | awk -F/ '{
+        n = 0
+        for (i = 1; i <= NF; i++) {
+            if ($i == "." || $i == "") continue
+            if ($i == ".." && n > 0 && p[n] != "..") { n--; continue }
+            p[++n] = $i
+        }
+        s = p[1]; for (i = 2; i <= n; i++) s = s "/" p[i]; print s
+    }'
+}
+
+found=$(mktemp)
+trap 'rm -f "$found"' EXIT
+files=$(find src servers tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sort)
+for f in $files; do
+    from=$(area_of "$f")
+    dir=$(dirname "$f")
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r line; do
+        no=${line%%:*}
+        inc=$(printf '%s\n' "$line" | sed 's/^[^"]*"\([^"]*\)".*/\1/')
+        target=
+        for cand in "$dir/$inc" "src/$inc" "include/$inc" "servers/$inc"; do
+            if [ -f "$cand" ]; then target=$(normalise "$cand"); break; fi
+        done
+        if [ -z "$target" ]; then
+            echo "$f:$no: #include \"$inc\" is not a file of the repository (next to it, under src/ or include/)"
+            echo x >&3
+            continue
+        fi
+        to=$(area_of "$target")
+        if ! allowed "$from" "$to"; then
+            may=$(printf '%s\n' "$RULES" | sed -n "s/^$from:[[:space:]]*//p")
+            echo "$f:$no: #include \"$inc\": $from may not include $to ($target); $from may include: ${may:-nothing} and include/"
+            echo x >&3
+        fi
+    done
+done 3>"$found"
+n=$(wc -l < "$found")
+if [ "$n" -gt 0 ]; then
+    echo "check-includes: $n include(s) break the dependency rule (docs/architecture.md)" >&2
+    exit 1
+fi
+echo "check-includes: every include of src/, servers/ and tools/ follows the dependency rule"

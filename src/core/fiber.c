@@ -1,0 +1,382 @@
+/*
+ * The fiber lifecycle: spawn (a descriptor at the top of a fresh stack,
+ * placed by place.c), exit (wake the joiner, release the stack), join
+ * (inline when the child has not started, else block), and waiting for
+ * every fiber to finish (usched_wait, usched_destroy).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/export.h"
+#include "core/queue.h"
+
+/* Returns the stack (and descriptor) of a fiber nobody refers to any more. */
+static void task_free(struct usched_task *t)
+{
+    usched__fctx_destroy(&t->fctx);
+    usched__stack_t st = t->stack;
+    /* Atomic: a second (wrong) join may read it from another thread. */
+    __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
+    struct usched__wk *w = usched__self_wk();
+    usched__stack_cache_put(w && w->s == t->s ? &w->stacks : NULL, &st);
+}
+
+/* Drops one reference; the last one frees the fiber. */
+static void task_release(struct usched_task *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) task_free(t);
+}
+
+/*
+ * The live count without a shared read-modify-write per spawn and exit.
+ * s->live = fibers alive + the sum of the workers' live_credit, so it never
+ * reads lower than the number of fibers alive, and reads 0 only when no
+ * fiber is alive and every credit is back:
+ *   L1. a spawn on a worker takes one from its credit, after adding
+ *       LIVE_BATCH to s->live when the credit was empty (outside threads add
+ *       1 to s->live);
+ *   L2. an exit on a worker adds one to its credit, and gives back all but
+ *       LIVE_BATCH of it once it passes 2 * LIVE_BATCH;
+ *   L3. a worker that runs out of local work gives all its credit back
+ *       (find_work, before it spins or parks);
+ *   L4. whoever brings s->live to 0 (acq_rel: every exit's effects happen
+ *       before the waiter's acquire load) wakes usched_wait/destroy.
+ * A fiber's spawn and exit thus cost one shared RMW per LIVE_BATCH, not
+ * two each (the spawn benchmark's children exit on the thief's CPU, so the
+ * line would bounce). usched_wait returns once the last worker with credit
+ * idles, a spin later than with an exact count. 64: not tuned.
+ */
+#define LIVE_BATCH 64u
+
+static void live_sub(usched_t *s, uint64_t n)
+{
+    if (atomic_fetch_sub_explicit(&s->live, n, memory_order_acq_rel) == n && /* L4 */
+        atomic_load_explicit(&s->nwaiting, memory_order_seq_cst)) {
+        atomic_fetch_add(&s->live_seq, 1);
+        usched__futex(&s->live_seq, FUTEX_WAKE, INT_MAX, NULL);
+    }
+}
+
+static void live_add(usched_t *s, struct usched__wk *w) /* L1 */
+{
+    if (!w) {
+        atomic_fetch_add_explicit(&s->live, 1, memory_order_relaxed);
+        return;
+    }
+    if (!w->live_credit) {
+        atomic_fetch_add_explicit(&s->live, LIVE_BATCH, memory_order_relaxed);
+        w->live_credit = LIVE_BATCH;
+    }
+    w->live_credit--;
+}
+
+/* One fiber fewer alive (on worker w). */
+static void live_done(usched_t *s, struct usched__wk *w) /* L2 */
+{
+    if (++w->live_credit > 2 * LIVE_BATCH) {
+        live_sub(s, w->live_credit - LIVE_BATCH);
+        w->live_credit = LIVE_BATCH;
+    }
+}
+
+void usched__live_flush(usched_t *s, struct usched__wk *w) /* L3 */
+{
+    uint64_t n = w->live_credit;
+    if (!n) return;
+    w->live_credit = 0;
+    live_sub(s, n);
+}
+
+void usched__fiber_exit(usched_t *s, struct usched__wk *w, struct usched_task *t)
+{
+    usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
+    usched__spin_lock(&t->jlock);
+    t->done = 1;
+    struct usched_task *j = t->joiner;
+    struct usched__owaiter *ow = t->owaiter;
+    usched__spin_unlock(&t->jlock);
+    if (j) usched__wake(j, USCHED__WAKE_SYNC | USCHED__WAKE_EXIT); /* a hand-off: this fiber is gone */
+    if (ow) {
+        atomic_store_explicit(&ow->done, 1, memory_order_release);
+        usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
+    }
+    task_release(t);
+    live_done(s, w);
+}
+
+static uint64_t next_id(usched_t *s, struct usched__wk *w)
+{
+    if (w) {
+        if (w->id_next == w->id_end) {
+            w->id_next = atomic_fetch_add(&s->next_id_block, 1024);
+            w->id_end = w->id_next + 1024;
+        }
+        return w->id_next++;
+    }
+    return atomic_fetch_add(&s->next_id_block, 1);
+}
+
+static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *), void *arg)
+{
+    if (out) *out = NULL; /* on any failure, as usched_create and usched_chan_create */
+    if (!s) return usched__error(EINVAL, "spawn: scheduler is NULL");
+    if (!fn) return usched__error(EINVAL, "spawn: function is NULL");
+    if (!atomic_load_explicit(&s->started, memory_order_acquire))
+        return usched__error(ESRCH, "spawn: scheduler not started");
+    if (atomic_load_explicit(&s->stopping, memory_order_acquire))
+        return usched__error(ESRCH, "spawn: scheduler is being destroyed");
+    if (bound >= s->ncpus || bound < -1)
+        return usched__error(EINVAL, "spawn_on: cpu %d out of range [0, %d)", bound, s->ncpus);
+
+    struct usched__wk *w = usched__self_wk();
+    if (w && w->s != s) w = NULL;
+    usched__stack_t st;
+    int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->stack_size, &st);
+    if (rc < 0) return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
+    /* The descriptor sits at the top of the stack, 64-byte aligned. */
+    uintptr_t top = (uintptr_t)st.lo + st.size;
+    struct usched_task *t = (struct usched_task *)((top - sizeof(struct usched_task)) & ~(uintptr_t)63);
+    memset(t, 0, sizeof *t);
+    t->s = s;
+    t->fn = fn;
+    t->arg = arg;
+    t->stack = st;
+    t->cpu = -1;
+    t->bound = bound;
+    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
+    t->id = next_id(s, w);
+    atomic_store_explicit(&t->refs, out ? 2 : 1, memory_order_relaxed);
+    if (!out) atomic_store_explicit(&t->joined, 1, memory_order_relaxed);
+    usched__fctx_make(&t->fctx, st.lo, (size_t)((uintptr_t)t - (uintptr_t)st.lo), usched__fiber_entry, t);
+    live_add(s, w);
+    if (out) *out = t;
+    usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
+
+    usched__place(s, t, USCHED_SEL_FORK);
+    return 0;
+}
+
+USCHED_EXPORT int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg)
+{
+    return spawn(s, out, -1, fn, arg);
+}
+
+USCHED_EXPORT int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *),
+                                  void *arg)
+{
+    /* spawn() checks the upper bound; -1 would mean "not bound" there. */
+    if (out) *out = NULL;
+    if (cpu < 0) return usched__error(EINVAL, "spawn_on: cpu %d is negative", cpu);
+    return spawn(s, out, cpu, fn, arg);
+}
+
+usched_task_t *usched__current(void)
+{
+    struct usched__wk *w = usched__self_wk();
+    return w ? w->cur : NULL;
+}
+
+
+USCHED_EXPORT int usched_self_cpu(void)
+{
+    struct usched__wk *w = usched__self_wk();
+    return w && w->cur ? w->cpu : -1;
+}
+
+USCHED_EXPORT usched_t *usched_self(void)
+{
+    struct usched__wk *w = usched__self_wk();
+    return w && w->cur ? w->s : NULL;
+}
+
+USCHED_EXPORT uint64_t usched_self_id(void)
+{
+    struct usched__wk *w = usched__self_wk();
+    return w && w->cur ? w->cur->id : 0;
+}
+
+
+void **usched__task_slot(usched_task_t *t)
+{
+    return &t->slot;
+}
+
+usched_task_t **usched__task_link(usched_task_t *t)
+{
+    return &t->link;
+}
+
+static void unlock_jlock(void *arg)
+{
+    usched__spin_unlock(&((struct usched_task *)arg)->jlock);
+}
+
+/* Outside joiners are listed so that destroy can cancel them (-ECANCELED)
+ * when their fiber is blocked forever. */
+static void owaiter_link(usched_t *s, struct usched__owaiter *ow)
+{
+    pthread_mutex_lock(&s->lock);
+    ow->prev = NULL;
+    ow->next = s->owaiters;
+    if (ow->next) ow->next->prev = ow;
+    s->owaiters = ow;
+    ow->linked = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void owaiter_unlink(usched_t *s, struct usched__owaiter *ow)
+{
+    pthread_mutex_lock(&s->lock);
+    if (ow->linked) {
+        if (ow->prev) ow->prev->next = ow->next;
+        else s->owaiters = ow->next;
+        if (ow->next) ow->next->prev = ow->prev;
+        ow->linked = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void usched__cancel_owaiters(usched_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct usched__owaiter *ow = s->owaiters;
+    s->owaiters = NULL;
+    while (ow) {
+        struct usched__owaiter *next = ow->next;
+        ow->linked = 0;
+        ow->result = -ECANCELED;
+        atomic_store_explicit(&ow->done, 1, memory_order_release);
+        usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
+        ow = next;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Join of a child that never ran and still waits on this CPU - in its next
+ * slot (taken with the same CAS a thief would use) or anywhere in its ring
+ * (usched__ring_take, one CAS) - or first in the global queue: run its
+ * function right here, on the joiner's stack, instead of blocking,
+ * switching to it and being woken back (work-first, as Cilk and TBB's wait
+ * run tasks). A child that a thief took already is joined by blocking. Only
+ * with half of the joiner's stack still free, so that nesting cannot
+ * overflow it. Inside, usched_self_id() reports the joiner.
+ */
+static bool join_take(struct usched__wk *w, struct usched_task *t)
+{
+    if (atomic_load_explicit(&w->next, memory_order_relaxed) == t) {
+        struct usched_task *exp = t;
+        if (atomic_compare_exchange_strong_explicit(&w->next, &exp, NULL, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
+            if (t->cpu == -1) return true;
+            /* It ran already (woken back into the next slot): it resumes on
+             * its own stack, not here. The slot was ours and is empty again. */
+            atomic_store_explicit(&w->next, t, memory_order_release);
+            return false;
+        }
+    }
+    if (t->bound >= 0) return false;
+    /* The hint spares a scan of the whole ring for a spilled child. */
+    bool in_gq = atomic_load_explicit(&t->in_gq, memory_order_relaxed);
+    if (!in_gq && usched__ring_take(&w->ring, t)) {
+        if (t->cpu == -1) return true;
+        usched__wk_ring_put(t->s, w, t); /* a woken fiber: back where it was, near enough */
+        return false;
+    }
+    /* The oldest fiber of the global queue, where a full ring spills the
+     * oldest half of a burst of spawns: joins in spawn order find their
+     * children there. Not under a shared-run-queue policy, whose fibers
+     * all go through that queue and run where the policy's callbacks see
+     * them. */
+    if (!in_gq || t->s->yield_shared || !usched__gq_take_head(t->s, t)) return false;
+    if (t->cpu == -1) return true;
+    usched__gq_push(t->s, t); /* a woken fiber: to the back */
+    return false;
+}
+
+static bool join_inline(struct usched__wk *w, struct usched_task *t)
+{
+    struct usched_task *me = w->cur;
+    size_t used = (size_t)((char *)me->stack.lo + me->stack.size - (char *)__builtin_frame_address(0));
+    if (used > me->stack.size / 2) return false;
+    if (!join_take(w, t)) return false;
+    usched_t *s = t->s;
+    t->fn(t->arg);
+    w = usched__self_wk(); /* the joiner may have moved while fn blocked */
+    usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
+    usched__stat_add(&w->stats, USCHED_STAT_joins_inline, 1);
+    t->done = 1; /* nobody else looks: the join is ours and no worker has it */
+    /* No exit will come and the joiner's reference is the last: free it
+     * without the atomic decrement (one locked instruction less). */
+    task_free(t);
+    live_done(s, w);
+    return true;
+}
+
+USCHED_EXPORT int usched_join(usched_task_t *t)
+{
+    if (!t) return usched__error(EINVAL, "join: task is NULL");
+    if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != USCHED_TASK_MAGIC)
+        return usched__error(EINVAL, "join: not a live task (joined already, or detached and finished)");
+    struct usched__wk *w = usched__self_wk();
+    if (w && w->cur == t) return usched__error(EDEADLK, "join: a fiber cannot join itself");
+    if (atomic_exchange_explicit(&t->joined, 1, memory_order_acq_rel))
+        return usched__error(EINVAL, "join: task %llu is detached or joined already",
+                             (unsigned long long)t->id);
+    if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
+    usched__spin_lock(&t->jlock);
+    int result = 0;
+    if (t->done) {
+        usched__spin_unlock(&t->jlock);
+    } else if (w && w->cur) {
+        t->joiner = w->cur;
+        usched__stat_add(&w->stats, USCHED_STAT_blocks, 1);
+        usched__block_on(USCHED__TBLK_join, unlock_jlock, t);
+    } else {
+        struct usched__owaiter ow = {.done = 0, .result = 0};
+        usched_t *s = t->s;
+        owaiter_link(s, &ow);
+        t->owaiter = &ow;
+        usched__spin_unlock(&t->jlock);
+        while (!atomic_load_explicit(&ow.done, memory_order_acquire))
+            usched__futex(&ow.done, FUTEX_WAIT, 0, NULL);
+        result = ow.result;
+        /* Cancelled waiters were unlinked by destroy, which may have freed s. */
+        if (result == 0) owaiter_unlink(s, &ow);
+    }
+    if (result == 0) task_release(t);
+    return result;
+}
+
+/* Outside thread: waits until no fiber is alive, or until the scheduler is
+ * quiescent (every worker parked, nothing queued, no timers) with fibers
+ * still blocked - those can never finish. Returns 0 or -EDEADLK. */
+int usched__wait_live(usched_t *s, bool detect_deadlock)
+{
+    atomic_fetch_add(&s->nwaiting, 1);
+    int rc = 0, quiet = 0;
+    for (;;) {
+        uint32_t seq = atomic_load(&s->live_seq);
+        if (atomic_load(&s->live) == 0) break;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        usched__futex(&s->live_seq, FUTEX_WAIT, seq, &ts);
+        if (!detect_deadlock || atomic_load(&s->live) == 0) continue;
+        bool all_parked = atomic_load(&s->gq_n) == 0;
+        for (int c = 0; c < s->ncpus && all_parked; c++) {
+            struct usched__wk *w = s->wk[c];
+            if (atomic_load(&w->state) != WK_PARKED || usched__timers_pending(&w->timers) ||
+                atomic_load(&w->inbox_n) || usched__ring_len(&w->ring) || atomic_load(&w->nbound))
+                all_parked = false;
+        }
+        quiet = all_parked ? quiet + 1 : 0;
+        if (quiet >= 3) {
+            rc = -EDEADLK;
+            break;
+        }
+    }
+    atomic_fetch_sub(&s->nwaiting, 1);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/*
+ * The idle masks, and the one place that keeps the idle-core rule:
+ *   idle_cpus   a bit per CPU that found no work and is spinning or parked;
+ *   idle_cores  the bits of every CPU of a core all of whose CPUs are in
+ *               idle_cpus (a core of one CPU: that CPU's bit).
+ * Both are hints for placement (policies read them through usched_pol_*):
+ * a CPU leaves them when it finds work, or when a waker claims it. All
+ * updates are seq_cst read-modify-writes; a CPU publishes itself idle before
+ * its parking re-check (sched.c, P1-P3).
+ */
+#include "core/core.h"
+
+static inline bool core_alone(struct usched *s, int cpu, const uint64_t **mask)
+{
+    int core = usched__topo_group(s->topo, cpu, TOPO_SMT);
+    *mask = usched__topo_group_mask(s->topo, TOPO_SMT, core);
+    return usched__topo_group_weight(s->topo, TOPO_SMT, core) == 1;
+}
+
+/* The core of `cpu` is no longer fully idle. */
+static void core_busy(struct usched *s, int cpu)
+{
+    const uint64_t *m;
+    if (core_alone(s, cpu, &m)) {
+        usched__idlemask_clear(&s->idle_cores, cpu);
+        return;
+    }
+    int words = usched__topo_mask_words(s->topo);
+    for (int i = 0; i < words; i++)
+        if (m[i]) atomic_fetch_and_explicit(&s->idle_cores.w[i], ~m[i], memory_order_seq_cst);
+}
+
+void usched__idle_set(struct usched *s, int cpu)
+{
+    usched__idlemask_set(&s->idle_cpus, cpu);
+    /* If the whole core is idle now, publish the core. */
+    const uint64_t *m;
+    if (core_alone(s, cpu, &m)) {
+        usched__idlemask_set(&s->idle_cores, cpu);
+        return;
+    }
+    int words = usched__topo_mask_words(s->topo);
+    for (int i = 0; i < words; i++) {
+        uint64_t cur = atomic_load_explicit(&s->idle_cpus.w[i], memory_order_seq_cst);
+        if ((cur & m[i]) != m[i]) return;
+    }
+    for (int i = 0; i < words; i++)
+        if (m[i]) atomic_fetch_or_explicit(&s->idle_cores.w[i], m[i], memory_order_seq_cst);
+}
+
+void usched__idle_clear(struct usched *s, int cpu)
+{
+    usched__idlemask_clear(&s->idle_cpus, cpu);
+    core_busy(s, cpu);
+}
+
+/* A placement claims idle CPU `cpu`: true if this caller cleared its bit.
+ * Its core stops being fully idle with it. */
+bool usched__idle_claim(struct usched *s, int cpu)
+{
+    if (!usched__idlemask_clear(&s->idle_cpus, cpu)) return false;
+    core_busy(s, cpu);
+    return true;
+}
+
+/* A CPU of cpu's core other than cpu is busy (not in idle_cpus). */
+static bool sibling_busy(struct usched *s, int cpu)
+{
+    const uint64_t *m;
+    if (core_alone(s, cpu, &m)) return false;
+    int words = usched__topo_mask_words(s->topo);
+    for (int i = 0; i < words; i++) {
+        uint64_t others = m[i];
+        if (i == cpu / 64) others &= ~(1ull << (cpu % 64));
+        if (others & ~atomic_load_explicit(&s->idle_cpus.w[i], memory_order_relaxed)) return true;
+    }
+    return false;
+}
+
+/* A CPU of a whole idle core of cpu's LLC, searching from `cpu`; -1 if none. */
+static int llc_idle_core(struct usched *s, int cpu)
+{
+    int llc = usched__topo_group(s->topo, cpu, TOPO_LLC);
+    return usched__idlemask_find(&s->idle_cores, usched__topo_group_mask(s->topo, TOPO_LLC, llc), cpu);
+}
+
+bool usched__idle_beside_busy(struct usched *s, int cpu)
+{
+    return usched__topo_smt_width(s->topo) > 1 && sibling_busy(s, cpu) && llc_idle_core(s, cpu) >= 0;
+}
+
+bool usched__idle_smt_rule(struct usched *s)
+{
+    return s->smt_rule && usched__knob_get(&s->knobs, USCHED_KNOB_smt);
+}
+
+int usched__idle_core_instead(struct usched *s, int cpu)
+{
+    if (!usched__idle_smt_rule(s) || !sibling_busy(s, cpu)) return -1;
+    return llc_idle_core(s, cpu);
+}

@@ -1,0 +1,177 @@
+/*
+ * The placement referee: every runnable fiber that is not simply requeued
+ * by its own CPU (spawns and wake-ups) is placed here. Bound fibers go to
+ * their CPU; the others where the policy's select_cpu answers, once the core
+ * has checked the answer; an answer it cannot use is replaced by the core's
+ * fallback, counted and warned about once. The quality counters of each
+ * decision (STYLE 17) are judged here too.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/queue.h"
+
+_Static_assert(USCHED__WAKE_SYNC == USCHED_SEL_SYNC && USCHED__WAKE_EXIT == USCHED_SEL_EXIT &&
+                   USCHED__WAKE_IO == USCHED_SEL_IO,
+               "core/sched.h wake flags must equal the USCHED_SEL_* flags");
+
+void usched__task_info_fill(const struct usched_task *t, struct usched_task_info *ti, uint32_t flags)
+{
+    ti->size = sizeof *ti;
+    ti->flags = flags;
+    ti->id = t->id;
+    ti->prev_cpu = t->cpu;
+    ti->bound_cpu = t->bound;
+    ti->last_ran_ns = t->last_ran_ns;
+    ti->woke_ns = t->woke_ns;
+    ti->ran_ns = t->ran_ns;
+    ti->pstate = (void *)t->pstate;
+    memset(ti->reserved, 0, sizeof ti->reserved);
+}
+
+void usched__pol_warn(struct usched *s, const char *fmt, ...)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->warned_fallback) {
+        s->warned_fallback = 1;
+        char what[160];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "usched: policy '%s' %s; using the core's fallback (warned once)\n",
+                s->ops->name, what);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Quality counters (docs/policies.md), judged at decision time: a fiber put
+ * beside a busy SMT sibling while a whole core of the LLC was idle, and a
+ * wake-up that left both its own and its waker's LLC while one had an idle
+ * CPU. */
+static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int waker)
+{
+    if (usched__idle_beside_busy(s, cpu)) usched__stat_inc(from, s, USCHED_STAT_smt_busy_sibling);
+    /* On prev's or the waker's own CPU it is in their LLC (the sync
+     * hand-off's case: no topology look-ups on that path). */
+    if (cpu == prev || cpu == waker) return;
+    int ref = prev >= 0 ? prev : waker;
+    if (ref < 0) return;
+    int llc = usched__topo_group(s->topo, cpu, TOPO_LLC);
+    int pl = prev >= 0 ? usched__topo_group(s->topo, prev, TOPO_LLC) : -1;
+    int wl = waker >= 0 ? usched__topo_group(s->topo, waker, TOPO_LLC) : -1;
+    if (llc == pl || llc == wl) return;
+    for (int k = 0; k < 2; k++) {
+        int home = k ? pl : wl;
+        if (home >= 0 &&
+            usched__idlemask_find(&s->idle_cpus, usched__topo_group_mask(s->topo, TOPO_LLC, home), 0) >= 0) {
+            usched__stat_inc(from, s, USCHED_STAT_wake_cross_llc);
+            return;
+        }
+    }
+}
+
+/* The decision: where t goes, and why. */
+static struct usched_select_result decide(usched_t *s, struct usched__wk *self, struct usched_task *t,
+                                          unsigned flags, int waker)
+{
+    struct usched_select_result r = {.cpu = -1, .reason = USCHED_REASON_FALLBACK,
+                                     .slot = USCHED_SLOT_TAIL};
+    if (t->bound >= 0) {
+        r.cpu = t->bound;
+        r.reason = USCHED_REASON_BOUND;
+        r.slot = (flags & USCHED_SEL_SYNC) ? USCHED_SLOT_NEXT : USCHED_SLOT_TAIL;
+        return r;
+    }
+    if (!s->ops->select_cpu) {
+        /* No policy answer: a spawn from outside goes to the global queue,
+         * which every CPU reads; anything else is the core's fallback. */
+        if ((flags & USCHED_SEL_OUTSIDE) && (flags & USCHED_SEL_FORK)) {
+            r.reason = USCHED_REASON_SHARED;
+            r.slot = USCHED_SLOT_SHARED;
+            return r;
+        }
+    } else {
+        struct usched_task_info ti;
+        usched__task_info_fill(t, &ti, flags);
+        struct usched_select_args a = {
+            .size = sizeof a, .flags = flags, .waker_cpu = waker,
+            .waker_id = self && self->cur ? self->cur->id : 0,
+            .waker_pstate = self && self->cur ? (void *)self->cur->pstate : NULL,
+            .task = &ti};
+        s->ops->select_cpu(&s->pol, &a, &r);
+        if (r.cpu < 0 || r.cpu >= s->ncpus) {
+            usched__pol_warn(s, "returned a CPU out of range (cpu %d)", r.cpu);
+            r.cpu = -1;
+        }
+        if (r.reason < 0 || r.reason >= USCHED_NREASONS) r.reason = USCHED_REASON_FALLBACK;
+        if (r.slot < 0 || r.slot >= USCHED_NSLOTS) r.slot = USCHED_SLOT_TAIL;
+    }
+    if (r.cpu < 0) {
+        r.cpu = waker >= 0 ? waker : (t->cpu >= 0 ? t->cpu : 0);
+        r.reason = USCHED_REASON_FALLBACK;
+        if (r.slot != USCHED_SLOT_SHARED) r.slot = USCHED_SLOT_TAIL;
+        usched__stat_inc(self, s, USCHED_STAT_pol_fallback);
+    }
+    return r;
+}
+
+void usched__place(usched_t *s, struct usched_task *t, unsigned flags)
+{
+    struct usched__wk *self = usched__self_wk();
+    if (self && self->s != s) self = NULL;
+    int waker = self ? self->cpu : -1;
+    if (!self) flags |= USCHED_SEL_OUTSIDE;
+    if ((flags & USCHED_SEL_WAKE) && usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
+
+    struct usched_select_result r = decide(s, self, t, flags, waker);
+    USCHED__TRACE_T(s, self, (flags & USCHED_SEL_FORK) ? USCHED__TEV_spawn : (flags & USCHED_SEL_IO) ? USCHED__TEV_io_ready : USCHED__TEV_wake,
+                    t->id, self && self->cur ? self->cur->id : 0, r.cpu, r.reason); /* before t is queued */
+    if (r.slot == USCHED_SLOT_SHARED && r.cpu < 0) {
+        /* No CPU to kick: any parked one looks. */
+        usched__gq_push(s, t);
+        usched__wk_wakep(s, NULL, -1);
+        return;
+    }
+    /* Counted and judged before t is queued: from then on another CPU may
+     * run it and rewrite t->cpu. */
+    usched__stat_inc(self, s, USCHED_STAT_place_bound + r.reason);
+    if ((flags & USCHED_SEL_WAKE) && t->bound < 0) judge(s, self, r.cpu, t->cpu, waker);
+    if (flags & USCHED_SEL_IO) /* I/O: where the wake-up went, from the fiber's previous CPU */
+        usched__stat_inc(self, s, r.cpu == t->cpu ? USCHED_STAT_io_wake_same_cpu
+                                  : t->cpu >= 0 && usched__topo_level_shared(s->topo, r.cpu, t->cpu) <= TOPO_LLC
+                                      ? USCHED_STAT_io_wake_same_llc
+                                      : USCHED_STAT_io_wake_elsewhere);
+    if (r.slot == USCHED_SLOT_SHARED) {
+        /* The shared run queue: every CPU reads it; r.cpu is the CPU to
+         * kick when it is parked. */
+        usched__gq_push(s, t);
+        usched__stat_inc(self, s, USCHED_STAT_wake_shared);
+        usched__full_fence();
+        if (r.cpu != waker) usched__wk_kick(s, self, r.cpu);
+        return;
+    }
+    if (r.cpu == waker) {
+        usched__stat_inc(self, s, USCHED_STAT_wake_local);
+        /* Others may steal it: make sure an idle CPU is looking. A new
+         * fiber in the next slot counts too (Go wakes a P on every spawn):
+         * its parent may run on for long, and an idle CPU takes next slots
+         * on its last steal pass. */
+        atomic_store_explicit(&self->next_spawn, (flags & USCHED_SEL_FORK) != 0, memory_order_relaxed);
+        if (usched__wk_local_put(s, self, t, r.slot) || (flags & USCHED_SEL_FORK))
+            usched__wk_wakep(s, self, waker);
+    } else {
+        usched__wk_inbox_put(s, self, t, r.cpu);
+        usched__stat_inc(self, s, USCHED_STAT_wake_remote);
+    }
+}
+
+void usched__wake(usched_task_t *t, unsigned flags)
+{
+    if (t->s->track_time) {
+        t->woke_ns = usched__now_ns();
+        t->ran_ns = 0;
+    }
+    usched__place(t->s, t, USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
+}

@@ -1,0 +1,163 @@
+/*
+ * Queue operations of the core: the global queue (gq_: one locked FIFO for
+ * outside spawns, ring overflow and shared-run-queue policies) and each
+ * worker's local queues (wk_: the ring, the next slot, the bound list and
+ * the inbox). Inline: they are the hot path of every hand-off.
+ *
+ * Who may call what: wk_local_put, wk_ring_put, wk_bound_* and
+ * wk_inbox_drain on the worker that owns w only; wk_inbox_put and the gq_
+ * functions from any thread.
+ */
+#ifndef USCHED_CORE_QUEUE_H
+#define USCHED_CORE_QUEUE_H
+
+#include "core/core.h"
+
+/* Appends n fibers to the global queue (queue.c). */
+void usched__gq_push_many(struct usched *s, struct usched_task **v, unsigned n);
+/* Takes the oldest fiber of the global queue (queue.c); NULL when empty. */
+struct usched_task *usched__gq_pop_locked(struct usched *s);
+/* Takes t out of the global queue if it is the oldest one there (queue.c). */
+bool usched__gq_take_head(struct usched *s, struct usched_task *t);
+
+static inline struct usched_task *usched__gq_pop(struct usched *s)
+{
+    if (atomic_load_explicit(&s->gq_n, memory_order_acquire) == 0) return NULL;
+    return usched__gq_pop_locked(s);
+}
+
+static inline void usched__gq_push(struct usched *s, struct usched_task *t)
+{
+    usched__gq_push_many(s, &t, 1);
+}
+
+/* Owner: t at the ring's tail; a full ring spills half of itself to the
+ * global queue. */
+static inline void usched__wk_ring_put(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    /* The spill buffer lives in the worker, not on the (fiber) stack: a
+     * 1 KiB array there would touch another page of every fiber's stack. */
+    unsigned n = usched__ring_push_or_spill(&w->ring, t, (void **)w->spill);
+    if (n) {
+        usched__gq_push_many(s, w->spill, n);
+        usched__stat_add(&w->stats, USCHED_STAT_ring_overflows, 1);
+    }
+}
+
+/* Owner: bound fibers wait on their CPU's list, which no thief sees. */
+static inline void usched__wk_bound_put(struct usched__wk *w, struct usched_task *t)
+{
+    t->qnext = NULL;
+    if (w->bound_tail)
+        w->bound_tail->qnext = t;
+    else
+        w->bound_head = t;
+    w->bound_tail = t;
+    atomic_store_explicit(&w->nbound, atomic_load_explicit(&w->nbound, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+static inline struct usched_task *usched__wk_bound_get(struct usched__wk *w)
+{
+    struct usched_task *t = w->bound_head;
+    if (!t) return NULL;
+    w->bound_head = t->qnext;
+    if (!w->bound_head) w->bound_tail = NULL;
+    atomic_store_explicit(&w->nbound, atomic_load_explicit(&w->nbound, memory_order_relaxed) - 1,
+                          memory_order_release);
+    return t;
+}
+
+/* Owner: t on the ring or, bound, on the bound list. */
+static inline void usched__wk_queue(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    if (t->bound >= 0)
+        usched__wk_bound_put(w, t);
+    else
+        usched__wk_ring_put(s, w, t);
+}
+
+/* Owner: t behind every fiber queued here (a yield, a demoted next slot):
+ * the head end of the ring, which the owner's LIFO pop reaches last (and
+ * thieves first), or the bound list. A full ring takes it at the tail. */
+static inline void usched__wk_queue_oldest(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    if (t->bound >= 0)
+        usched__wk_bound_put(w, t);
+    else if (!usched__ring_len(&w->ring) || usched__ring_push_head(&w->ring, t) < 0)
+        usched__wk_ring_put(s, w, t); /* alone (same order, no CAS) or full */
+}
+
+/* Owner: queue t locally at `slot`. Returns true when a fiber other CPUs may
+ * steal landed in the ring (then an idle CPU should look). */
+static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, struct usched_task *t,
+                                        int slot)
+{
+    if (slot == USCHED_SLOT_NEXT || slot == USCHED_SLOT_HEAD) {
+        /* An empty slot takes a plain release store: only the owner writes
+         * it, and thieves only CAS a fiber out, never into an empty slot.
+         * (It saves a locked exchange per hand-off.) */
+        struct usched_task *old = atomic_load_explicit(&w->next, memory_order_relaxed);
+        if (!old) {
+            atomic_store_explicit(&w->next, t, memory_order_release);
+            return false;
+        }
+        old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
+        if (!old) return false;
+        t = old; /* the displaced fiber goes to the tail */
+    }
+    if (t->bound >= 0) {
+        usched__wk_bound_put(w, t);
+        return false;
+    }
+    usched__wk_ring_put(s, w, t);
+    return true;
+}
+
+/* W3 (sched.c): wake CPU `cpu` if it is parked (on its futex or in the poller). */
+static inline void usched__wk_kick(struct usched *s, struct usched__wk *from, int cpu)
+{
+    uint32_t st = atomic_load_explicit(&s->wk[cpu]->state, memory_order_seq_cst);
+    if (st == WK_PARKED || st == WK_PARKED_POLL) usched__wk_wake_parked(s, from, cpu);
+}
+
+/* W1-W3 (sched.c): hand t to CPU `cpu` from another thread. */
+static inline void usched__wk_inbox_put(struct usched *s, struct usched__wk *from, struct usched_task *t,
+                                        int cpu)
+{
+    struct usched__wk *w = s->wk[cpu];
+    if (from) from->handoff = 1; /* the partner is likely to answer: spin for it */
+    atomic_fetch_add_explicit(&w->inbox_n, 1, memory_order_relaxed);
+    /* W1 and W2 in one instruction: the push's exchange is a seq_cst
+     * read-modify-write, so with the seq_cst load of the state in W3 (and
+     * the parker's seq_cst store P1 and seq_cst inbox check P3) both
+     * sides' accesses are in one total order: no separate fence needed. */
+    usched__inbox_push(&w->inbox, &t->node); /* W1, W2 */
+    usched__wk_kick(s, from, cpu);            /* W3 */
+}
+
+static inline struct usched_task *usched__task_of_node(usched__mpsc_node_t *n)
+{
+    return (struct usched_task *)((char *)n - offsetof(struct usched_task, node));
+}
+
+/* Owner: moves the inbox into the local queues. */
+static inline void usched__wk_inbox_drain(struct usched *s, struct usched__wk *w)
+{
+    if (!atomic_load_explicit(&w->inbox_n, memory_order_relaxed)) return;
+    /* The consumer lock (M4, monitor.c): held, the monitor is moving this
+     * inbox off a stalled CPU; whatever is left is drained next time. */
+    if (atomic_exchange_explicit(&w->inbox_lock, 1, memory_order_acquire)) return;
+    usched__mpsc_node_t *n;
+    int32_t got = 0;
+    while ((n = usched__inbox_pop(&w->inbox))) {
+        got++;
+        usched__wk_queue(s, w, usched__task_of_node(n));
+    }
+    /* One subtraction per drain, not per fiber: the count is a load hint,
+     * and it is high, never low, until this store lands. */
+    if (got) atomic_fetch_sub_explicit(&w->inbox_n, got, memory_order_relaxed);
+    atomic_store_explicit(&w->inbox_lock, 0, memory_order_release);
+}
+
+#endif

@@ -1,0 +1,278 @@
+/*
+ * Per-fd state (struct usched__pd): registration with the poller, waiting
+ * for readiness, readiness events, and close.
+ *
+ * The state of fd n is slot n of a slab of 1024-slot chunks allocated on
+ * first use and never freed, so an event that names a closed fd still finds
+ * valid memory. Each pd carries a sequence number, bumped by usched_close
+ * and by every fresh fd (accept, socket); the poller registers fds with
+ * (seq, fd) in epoll_data and drops events whose seq is not the current one:
+ * an fd closed and reused never wakes the wrong fiber (Go's fdseq).
+ *
+ * Readiness, per direction: ev[dir] counts the events the poller saw. A call
+ * notes ev before its syscall; on EAGAIN it waits only if ev is unchanged
+ * (else an event came in meanwhile: retry). A short read or write on a
+ * stream (0 < n < len) proves the buffer empty/full: the call records
+ * drained = PD_DRAINED | ev, and the next call skips the syscall that would
+ * return EAGAIN, and waits, unless an event came in since (Tokio#4840).
+ * Once a hang-up or error was reported the shortcut is off: the end of the
+ * stream arrives with the event of the data before it.
+ *
+ * Close (usched_close), numbered for the code below:
+ *   C1. under the pd lock: closing = 1, every waiter claimed with -EBADF,
+ *       woken after the unlock;
+ *   C2. calls in progress hold a reference (refs); a call takes it and then
+ *       checks closing (both seq_cst), close stores closing and then waits
+ *       for refs == 0, so no call uses the fd once it is closed;
+ *   C3. seq++ and the pd forgets the incarnation (registration, kind,
+ *       drained); closing = 0; then close(2). The kernel drops the fd from
+ *       the epoll set; an event already queued for it carries the old seq.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fault.h"
+#include "base/error.h"
+#include "io/io_impl.h"
+
+#define CHUNK_SHIFT 10
+#define CHUNK (1 << CHUNK_SHIFT)
+#define MAX_FD USCHED__PD_MAX_FD
+
+static struct usched__pd *_Atomic chunks[MAX_FD >> CHUNK_SHIFT];
+
+struct usched__pd *usched__pd_get(int fd)
+{
+    if (fd < 0 || fd >= MAX_FD) return NULL;
+    struct usched__pd *c = atomic_load_explicit(&chunks[fd >> CHUNK_SHIFT], memory_order_acquire);
+    if (!c) {
+        struct usched__pd *n = usched__calloc(CHUNK, sizeof *n);
+        if (!n) return NULL;
+        if (atomic_compare_exchange_strong_explicit(&chunks[fd >> CHUNK_SHIFT], &c, n,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            c = n;
+        else
+            free(n);
+    }
+    return &c[fd & (CHUNK - 1)];
+}
+
+void usched__pd_lock(struct usched__pd *pd)
+{
+    usched__wq_lock(&pd->q[0]);
+}
+
+void usched__pd_unlock(struct usched__pd *pd)
+{
+    usched__wq_unlock(&pd->q[0]);
+}
+
+/* Under the lock: forget the incarnation (C3; a fresh fd). */
+static void forget(struct usched__pd *pd)
+{
+    atomic_store_explicit(&pd->seq, atomic_load_explicit(&pd->seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&pd->kind, PD_UNKNOWN, memory_order_relaxed);
+    atomic_store_explicit(&pd->io_id, 0, memory_order_relaxed);
+    for (int d = 0; d < 2; d++) atomic_store_explicit(&pd->drained[d], 0, memory_order_relaxed);
+    atomic_store_explicit(&pd->hup, 0, memory_order_relaxed);
+    pd->nonblock = 0;
+    pd->stream = pd->sock = 0;
+}
+
+void usched__pd_fresh(int fd)
+{
+    struct usched__pd *pd = usched__pd_get(fd);
+    if (!pd) return;
+    usched__pd_lock(pd);
+    forget(pd);
+    pd->nonblock = 1; /* accept4/socket were asked for O_NONBLOCK */
+    atomic_store_explicit(&pd->closing, 0, memory_order_relaxed);
+    usched__pd_unlock(pd);
+}
+
+/* Under the lock: what kind of file, non-blocking from now on. */
+static int classify(struct usched__pd *pd, int fd)
+{
+    if (!pd->nonblock) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0) return -errno;
+        if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+        pd->nonblock = 1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) return -errno;
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)) {
+        atomic_store_explicit(&pd->kind, PD_FILE, memory_order_release);
+        return PD_FILE;
+    }
+    if (S_ISSOCK(st.st_mode)) {
+        int type = 0;
+        socklen_t l = sizeof type;
+        pd->sock = 1;
+        pd->stream = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+    } else {
+        pd->stream = S_ISFIFO(st.st_mode);
+    }
+    atomic_store_explicit(&pd->kind, PD_POLL, memory_order_release);
+    return PD_POLL;
+}
+
+int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io)
+{
+    int kind = (int)atomic_load_explicit(&pd->kind, memory_order_acquire);
+    if (kind == PD_FILE) return kind;
+    if (kind == PD_POLL && (!io || atomic_load_explicit(&pd->io_id, memory_order_acquire) == io->id))
+        return kind;
+    usched__pd_lock(pd);
+    kind = (int)atomic_load_explicit(&pd->kind, memory_order_relaxed);
+    if (kind == PD_UNKNOWN) kind = classify(pd, fd);
+    if (kind == PD_POLL && io && atomic_load_explicit(&pd->io_id, memory_order_relaxed) != io->id) {
+        uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                                 .data.u64 = ((uint64_t)seq << 32) | (uint32_t)fd};
+        int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+        if (rc < 0 && errno == EEXIST) rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+        if (rc == 0) {
+            atomic_store_explicit(&pd->io_id, io->id, memory_order_release);
+        } else if (errno == EPERM) {
+            /* Not pollable (a file system that epoll refuses): offload. */
+            kind = PD_FILE;
+            atomic_store_explicit(&pd->kind, PD_FILE, memory_order_release);
+        } else {
+            kind = -errno;
+        }
+    }
+    usched__pd_unlock(pd);
+    return kind;
+}
+
+static uint32_t ev_count(struct usched__pd *pd, int dir)
+{
+    if (dir == IO_ANY)
+        return atomic_load_explicit(&pd->ev[IO_RD], memory_order_acquire) +
+               atomic_load_explicit(&pd->ev[IO_WR], memory_order_acquire);
+    return atomic_load_explicit(&pd->ev[dir], memory_order_acquire);
+}
+
+uint32_t usched__pd_ev(struct usched__pd *pd, int dir)
+{
+    return ev_count(pd, dir);
+}
+
+/* An outside thread: poll(2) in slices, watching for usched_close. */
+static int wait_thread(struct usched__pd *pd, int fd, int dir, uint64_t deadline)
+{
+    short want = dir == IO_RD ? POLLIN : dir == IO_WR ? POLLOUT : (POLLIN | POLLOUT);
+    for (;;) {
+        if (atomic_load(&pd->closing)) return -EBADF;
+        uint64_t now = usched__now_ns();
+        if (now >= deadline) return -ETIMEDOUT;
+        uint64_t left = (deadline - now + 999999) / 1000000;
+        int ms = left < IO_THREAD_SLICE_MS ? (int)left : IO_THREAD_SLICE_MS;
+        struct pollfd p = {.fd = fd, .events = want};
+        int r = poll(&p, 1, ms);
+        if (r > 0) return (p.revents & POLLNVAL) ? -EBADF : 0;
+        if (r < 0 && errno != EINTR) return -errno;
+    }
+}
+
+int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint64_t deadline)
+{
+    usched_task_t *self = usched__current();
+    if (!self) return wait_thread(pd, fd, dir, deadline);
+    struct usched__io *io = atomic_load_explicit(&usched_self()->io, memory_order_acquire);
+    uint64_t timeout = UINT64_MAX;
+    if (deadline != UINT64_MAX) {
+        uint64_t now = usched__now_ns();
+        if (now >= deadline) return -ETIMEDOUT;
+        timeout = deadline - now;
+    }
+    usched__pd_lock(pd);
+    if (atomic_load(&pd->closing)) {
+        usched__pd_unlock(pd);
+        return -EBADF;
+    }
+    if (ev_count(pd, dir) != seen) { /* an event came in since the syscall */
+        usched__pd_unlock(pd);
+        return 0;
+    }
+    struct usched__waiter w;
+    usched__waiter_init(&w, USCHED__TBLK_io);
+    usched__wq_push(&pd->q[dir], &w);
+    w.lk = &pd->q[0];
+    atomic_fetch_add_explicit(&io->nwaiters, 1, memory_order_seq_cst); /* read at P1' */
+    usched__trace_io_wait(fd);
+    int rc = usched__wq_wait(&pd->q[0], &w, timeout);
+    atomic_fetch_sub_explicit(&io->nwaiters, 1, memory_order_relaxed);
+    return rc;
+}
+
+void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events)
+{
+    struct usched__wk *w = usched__self_wk();
+    usched__pd_lock(pd);
+    if (atomic_load_explicit(&pd->seq, memory_order_relaxed) != seq) {
+        usched__pd_unlock(pd);
+        if (w) usched__stat_add(&w->stats, USCHED_STAT_io_stale, 1);
+        return;
+    }
+    usched_task_t *chain = NULL;
+    bool rd = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI);
+    bool wr = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+    /* The end of the stream (or an error) comes with the event of the last
+     * data: a short read cannot prove it consumed; never skip the syscall
+     * again (Tokio keeps read-closed out of the readiness it clears). */
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) atomic_store_explicit(&pd->hup, 1, memory_order_release);
+    if (rd) {
+        atomic_store_explicit(&pd->ev[IO_RD], atomic_load_explicit(&pd->ev[IO_RD], memory_order_relaxed) + 1,
+                              memory_order_release);
+        chain = usched__wq_claim_all(&pd->q[IO_RD], 0, chain);
+    }
+    if (wr) {
+        atomic_store_explicit(&pd->ev[IO_WR], atomic_load_explicit(&pd->ev[IO_WR], memory_order_relaxed) + 1,
+                              memory_order_release);
+        chain = usched__wq_claim_all(&pd->q[IO_WR], 0, chain);
+    }
+    if (rd || wr) chain = usched__wq_claim_all(&pd->q[IO_ANY], 0, chain);
+    usched__pd_unlock(pd);
+    if (w) usched__stat_add(&w->stats, USCHED_STAT_io_events, 1);
+    usched__wq_wake_chain(chain, USCHED__WAKE_IO);
+}
+
+int usched__pd_close(struct usched__pd *pd, int fd)
+{
+    /* C1 */
+    usched__pd_lock(pd);
+    if (atomic_load(&pd->closing)) {
+        usched__pd_unlock(pd);
+        return -EBADF; /* another close is in progress */
+    }
+    atomic_store(&pd->closing, 1);
+    usched_task_t *chain = NULL;
+    for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain);
+    usched__pd_unlock(pd);
+    usched__wq_wake_chain(chain, 0);
+    /* C2: the store of closing before the loads of refs, under emulators
+     * too (core/sched.c, P2) */
+    usched__full_fence();
+    while (atomic_load(&pd->refs)) {
+        if (usched__current())
+            usched_yield();
+        else
+            sched_yield();
+    }
+    /* C3 */
+    usched__pd_lock(pd);
+    forget(pd);
+    atomic_store(&pd->closing, 0);
+    usched__pd_unlock(pd);
+    return close(fd) < 0 ? -errno : 0;
+}

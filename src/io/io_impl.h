@@ -1,0 +1,95 @@
+/*
+ * Private to src/io: the poller instance of a scheduler, the per-fd state
+ * and the waits built on them.
+ */
+#ifndef USCHED_IO_IMPL_H
+#define USCHED_IO_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "core/poller.h"
+#include "sync/waitq.h"
+
+/* Events read per epoll call: a blocking poll takes up to IO_EVENTS (Go
+ * reads 128), a busy CPU's poll fewer, since it runs on a fiber's stack. */
+#define IO_EVENTS 128
+#define IO_EVENTS_BUSY 32
+
+/* An outside thread waiting on an fd polls in slices this long, so that it
+ * sees usched_close within this time. */
+#define IO_THREAD_SLICE_MS 10
+
+/* Per-CPU poll bookkeeping, owner worker only. */
+struct usched__io_cpu {
+    uint32_t picks;     /* picks since this CPU last polled while busy */
+    int nev;            /* events buffered by usched__io_park */
+    struct epoll_event *ev;
+} __attribute__((aligned(64)));
+
+/* One poller per scheduler, created on its first I/O wait. */
+struct usched__io {
+    usched_t *s;
+    uint64_t id;                  /* never 0; tags the fds registered here */
+    int epfd;                     /* the epoll instance */
+    int evfd;                     /* eventfd in epfd: breaks a blocked poll (W3') */
+    _Atomic int32_t poller __attribute__((aligned(64))); /* CPU holding the poller role, -1 none */
+    _Atomic uint32_t polling;     /* a non-blocking poll is running (one at a time) */
+    _Atomic uint32_t wake_sig;    /* an eventfd write is outstanding (B1-B4) */
+    _Atomic uint32_t nwaiters __attribute__((aligned(64))); /* fibers parked on fds */
+    _Atomic uint64_t last_poll_ns;
+    struct usched__io_cpu *cpu;   /* ncpus entries */
+};
+
+enum { PD_UNKNOWN = 0, PD_POLL, PD_FILE };
+enum { IO_RD = 0, IO_WR = 1, IO_ANY = 2 }; /* wait directions (IO_ANY: either) */
+#define PD_DRAINED (1ull << 32)
+
+/*
+ * Per-fd state, indexed by fd number in a slab of chunks that are never
+ * freed (type-stable: an event for a closed fd still finds valid memory, and
+ * its sequence tag tells it is stale).
+ */
+struct usched__pd {
+    struct usched__waitq q[3];   /* waiters: IO_RD, IO_WR, IO_ANY. q[0].lock guards the pd */
+    _Atomic uint32_t ev[2];      /* readiness events per direction (written under the lock) */
+    _Atomic uint64_t drained[2]; /* PD_DRAINED | ev when a short read/write emptied it */
+    _Atomic uint32_t refs;       /* calls in progress (usched_close waits for 0) */
+    _Atomic uint32_t closing;    /* usched_close in progress */
+    _Atomic uint32_t seq;        /* incarnation: tags epoll_data (under the lock) */
+    _Atomic uint32_t kind;       /* PD_* (under the lock) */
+    _Atomic uint64_t io_id;      /* poller it is registered with, 0 none */
+    _Atomic uint32_t hup;        /* a hang-up or error was reported: never trust "drained" */
+    uint8_t stream;              /* a short read proves the buffer empty */
+    uint8_t sock;                /* a socket: writes use send(MSG_NOSIGNAL) */
+    uint8_t nonblock;            /* O_NONBLOCK set for this incarnation */
+};
+
+/* fd.c */
+#define USCHED__PD_MAX_FD (1 << 22) /* beyond the hard RLIMIT_NOFILE of common systems (2^20) */
+struct usched__pd *usched__pd_get(int fd); /* NULL if fd is out of range or no memory */
+void usched__pd_fresh(int fd);            /* a new fd from accept/socket */
+/* Registers fd with io (NULL: an outside thread, classify only): PD_POLL,
+ * PD_FILE or a negative errno. */
+int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io);
+uint32_t usched__pd_ev(struct usched__pd *pd, int dir); /* events seen in direction dir */
+void usched__pd_lock(struct usched__pd *pd);
+void usched__pd_unlock(struct usched__pd *pd);
+/* Waits for an event in direction dir after `seen` (usched__pd_ev before the
+ * syscall): 0 (retry), -ETIMEDOUT (deadline, CLOCK_MONOTONIC ns), -EBADF
+ * (usched_close). */
+int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint64_t deadline);
+void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events);
+int usched__pd_close(struct usched__pd *pd, int fd);
+
+/* poller.c */
+struct usched__io *usched__io_get(usched_t *s); /* creates on first use; NULL on failure */
+
+/* offload.c */
+int usched__offload_run(void (*fn)(void *), void *arg);
+int usched__offload_threads(void); /* pool threads alive (tests) */
+void usched__offload_quiesce(void); /* waits until no pool thread is inside a wake-up */
+
+#endif

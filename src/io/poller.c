@@ -1,0 +1,311 @@
+/*
+ * The poller: one epoll instance per scheduler, driven by the workers
+ * themselves (no poller thread), as Go's netpoller is driven by its Ms.
+ *
+ * Every fd a fiber waits on is registered once, edge-triggered for input,
+ * output and hang-up, with (sequence, fd) in epoll_data (fd.c). The eventfd
+ * `evfd` sits in the same set, level-triggered, so that a CPU blocked in
+ * epoll_wait can be woken like one blocked on its futex.
+ *
+ * Who polls:
+ *   - an idle CPU, before it steals and every 4th pass while it spins: a
+ *     non-blocking poll, one CPU at a time (`polling`: concurrent epoll_wait
+ *     calls contend on the epoll lock, golang/go#65064). It polls even while
+ *     another CPU blocks in epoll_wait: an event it takes runs here at once,
+ *     on a CPU that is awake, instead of after the blocked CPU's wake-up
+ *     (the kernel wakes that one anyway; it finds nothing and sleeps on in
+ *     the kernel). On a 1-connection echo this keeps client and server on
+ *     one CPU, as Go's netpoller does;
+ *   - a busy CPU, every io_tick picks or when io_poll_us passed since the
+ *     last poll anywhere, so fibers never starve I/O (Go's sysmon polls after
+ *     10 ms, Tokio every 61 ticks);
+ *   - a parking CPU that takes the poller role (`poller`, one CPU at a time,
+ *     only while fibers wait on fds) blocks in epoll_wait instead of on its
+ *     futex, until its earliest timer. While any CPU is parked and fibers
+ *     wait for I/O, one parked CPU is in epoll, so the last CPU to park blocks
+ *     there when no other does.
+ *
+ * The park protocol of src/core/sched.c, extended (P1-P4, W1-W3 there):
+ *   P1'. the parking CPU claims the role (CAS poller -1 -> cpu) and stores
+ *        state = PARKED_POLL instead of PARKED (seq_cst);
+ *   P2, P3 as for PARKED; if P3 finds work it releases the role;
+ *   P4'. epoll_wait(epfd, earliest timer); on return the role is released
+ *        (poller = -1), the core leaves PARKED_POLL (unpark), and only then
+ *        are the events dispatched, so the wake-ups they cause never target
+ *        this CPU's own eventfd.
+ *   W3'. a waker that sees PARKED_POLL CASes it to RUNNING (as W3) and
+ *        breaks the poll:
+ *          B1. CAS wake_sig 0 -> 1; the loser does nothing more: a write is
+ *              outstanding, its count is still in evfd;
+ *          B2. the winner writes 1 to evfd;
+ *          B3. only the role holder reads evfd, then stores wake_sig = 0,
+ *              both before it gives the role up; non-blocking polls
+ *              leave evfd alone;
+ *          B4. evfd is level-triggered: while its count is not 0 every
+ *              epoll_wait reports it, and a non-blocking poll that took the
+ *              event puts it back and wakes the blocked poller (the kernel's
+ *              ep_done_scan), so the role holder always sees it.
+ *        A poller that parked at P1' either sees the waker's fiber at P3, or
+ *        the waker saw PARKED_POLL at W3' and evfd's count makes epoll_wait
+ *        return (B2/B4): no wake-up is lost. wake_sig = 1 while a poller
+ *        parks implies a count in evfd (B3 clears it only after the read),
+ *        so a B1 loser can rely on it.
+ *
+ * Where woken fibers go: each ready fd's waiters are woken through the
+ * policy (usched__wake with USCHED_SEL_IO), with their previous CPU, like
+ * any other wake-up; the counters io_wake_same_cpu / same_llc / elsewhere
+ * say where they went.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fault.h"
+#include "io/io_impl.h"
+
+#define EV_WAKE UINT64_MAX /* epoll_data of evfd */
+
+static _Atomic uint64_t next_io_id = 1;
+static _Atomic int pwait2_missing; /* epoll_pwait2 returned ENOSYS once */
+
+static void io_stat(usched_t *s, struct usched__wk *w, int id)
+{
+    if (w && w->s == s)
+        usched__stat_add(&w->stats, id, 1);
+    else
+        usched__stat_add_atomic(&s->outside_stats, id, 1);
+}
+
+/* ---- start, create, finish ------------------------------------------------ */
+
+void usched__io_start(usched_t *s)
+{
+    (void)s;
+    /* A server holds thousands of fds: raise the soft limit to the hard one
+     * once a process (Go does the same since 1.19). */
+    static _Atomic int raised;
+    if (atomic_exchange(&raised, 1)) return;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static struct usched__io *io_create(usched_t *s)
+{
+    struct usched__io *io = usched__calloc(1, sizeof *io);
+    if (!io) return NULL;
+    io->cpu = usched__aligned_alloc(64, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
+    if (io->cpu) memset(io->cpu, 0, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
+    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_WAKE};
+    if (!io->cpu || io->epfd < 0 || io->evfd < 0 ||
+        epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0)
+        goto fail;
+    for (int c = 0; c < s->ncpus; c++) {
+        io->cpu[c].ev = usched__calloc(IO_EVENTS, sizeof(struct epoll_event));
+        if (!io->cpu[c].ev) goto fail;
+    }
+    io->s = s;
+    io->id = atomic_fetch_add(&next_io_id, 1);
+    atomic_store(&io->poller, -1);
+    atomic_store(&io->last_poll_ns, usched__now_ns());
+    return io;
+fail:
+    if (io->cpu)
+        for (int c = 0; c < s->ncpus; c++) free(io->cpu[c].ev);
+    free(io->cpu);
+    if (io->epfd >= 0) close(io->epfd);
+    if (io->evfd >= 0) close(io->evfd);
+    free(io);
+    return NULL;
+}
+
+struct usched__io *usched__io_get(usched_t *s)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (io) return io;
+    struct usched__io *n = io_create(s);
+    if (!n) return NULL;
+    /* Pairs with the acquire load above and the relaxed loads of the worker
+     * loop: a worker that sees the pointer late only polls later. */
+    if (!atomic_compare_exchange_strong_explicit(&s->io, &io, n, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        for (int c = 0; c < s->ncpus; c++) free(n->cpu[c].ev);
+        free(n->cpu);
+        close(n->epfd);
+        close(n->evfd);
+        free(n);
+        return io;
+    }
+    return n;
+}
+
+void usched__io_fini(usched_t *s)
+{
+    usched__offload_quiesce();
+    struct usched__io *io = atomic_exchange(&s->io, NULL);
+    if (!io) return;
+    /* The fds registered here keep io->id as their tag; a later poller has
+     * another id and registers them again. */
+    close(io->epfd);
+    close(io->evfd);
+    for (int c = 0; c < s->ncpus; c++) free(io->cpu[c].ev);
+    free(io->cpu);
+    free(io);
+}
+
+/* ---- polling ------------------------------------------------------------- */
+
+/* One epoll call; timeout_ns 0 polls, UINT64_MAX blocks. Returns the number
+ * of events (0 on EINTR or error). */
+static int io_wait(struct usched__io *io, struct epoll_event *ev, int max, uint64_t timeout_ns)
+{
+    int n;
+    if (timeout_ns == 0) {
+        n = epoll_wait(io->epfd, ev, max, 0);
+    } else if (!atomic_load_explicit(&pwait2_missing, memory_order_relaxed)) {
+        struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+        n = epoll_pwait2(io->epfd, ev, max, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
+        if (n < 0 && errno == ENOSYS) {
+            atomic_store(&pwait2_missing, 1); /* kernels before 5.11 */
+            return io_wait(io, ev, max, timeout_ns);
+        }
+    } else {
+        /* Milliseconds, rounded up so that a timer is never polled early. */
+        int ms = timeout_ns == UINT64_MAX ? -1
+                 : timeout_ns >= (uint64_t)INT32_MAX * 1000000ull ? INT32_MAX
+                 : (int)((timeout_ns + 999999) / 1000000);
+        n = epoll_wait(io->epfd, ev, max, ms);
+    }
+    atomic_store_explicit(&io->last_poll_ns, usched__now_ns(), memory_order_relaxed);
+    return n < 0 ? 0 : n;
+}
+
+/* Wakes the waiters of the ready fds (evfd's event is skipped: only the
+ * role holder consumes it, in usched__io_park, B3). */
+static void dispatch(struct usched__io *io, struct epoll_event *ev, int n)
+{
+    (void)io;
+    for (int i = 0; i < n; i++) {
+        uint64_t d = ev[i].data.u64;
+        if (d == EV_WAKE) continue;
+        int fd = (int)(uint32_t)d;
+        struct usched__pd *pd = usched__pd_get(fd);
+        if (pd) usched__pd_ready(pd, (uint32_t)(d >> 32), ev[i].events);
+    }
+}
+
+/* A non-blocking poll, unless another CPU polls, or (busy) holds the role. */
+static void poll_nb(struct usched__io *io, struct usched__wk *w, int max, bool idle)
+{
+    if (!atomic_load_explicit(&io->nwaiters, memory_order_relaxed)) return;
+    if (!idle && atomic_load_explicit(&io->poller, memory_order_relaxed) >= 0) return;
+    if (atomic_load_explicit(&io->polling, memory_order_relaxed) ||
+        atomic_exchange_explicit(&io->polling, 1, memory_order_acquire))
+        return;
+    struct epoll_event ev[IO_EVENTS_BUSY];
+    if (max > IO_EVENTS_BUSY) max = IO_EVENTS_BUSY;
+    int n = io_wait(io, ev, max, 0);
+    atomic_store_explicit(&io->polling, 0, memory_order_release);
+    io_stat(io->s, w, USCHED_STAT_io_polls);
+    dispatch(io, ev, n);
+}
+
+void usched__io_tick_slow(struct usched__wk *w)
+{
+    usched_t *s = w->s;
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io) return;
+    struct usched__io_cpu *c = &io->cpu[w->cpu];
+    uint32_t tick = (uint32_t)usched__knob_get(&s->knobs, USCHED_KNOB_io_tick);
+    if (++c->picks < tick || tick == 0) {
+        /* The time bound, checked every 16 picks (a coarse clock read). */
+        if ((c->picks & 15) != 0) return;
+        uint64_t bound = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_io_poll_us) * 1000;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        /* The coarse clock lags by up to a tick (4 ms): compare generously. */
+        if (now + 4000000 < atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) + bound)
+            return;
+    }
+    c->picks = 0;
+    poll_nb(io, w, IO_EVENTS_BUSY, false);
+}
+
+void usched__io_poll_idle(struct usched__wk *w)
+{
+    struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
+    if (io) poll_nb(io, w, IO_EVENTS_BUSY, true);
+}
+
+/* P1': the poller role, only while fibers wait on fds. */
+bool usched__io_claim_poller(usched_t *s, int cpu)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
+    int32_t none = -1;
+    return atomic_compare_exchange_strong(&io->poller, &none, cpu);
+}
+
+void usched__io_unclaim(usched_t *s)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    atomic_store_explicit(&io->poller, -1, memory_order_release);
+}
+
+/* P4': blocks in epoll until deadline_ns (UINT64_MAX: no timer), releases
+ * the role and buffers the events; usched__io_dispatch runs them once the
+ * core has left PARKED_POLL. */
+void usched__io_park(struct usched__wk *w, uint64_t deadline_ns)
+{
+    struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
+    struct usched__io_cpu *c = &io->cpu[w->cpu];
+    uint64_t timeout = UINT64_MAX;
+    if (deadline_ns != UINT64_MAX) {
+        uint64_t now = usched__now_ns();
+        timeout = deadline_ns > now ? deadline_ns - now : 0;
+    }
+    usched__stat_add(&w->stats, USCHED_STAT_io_poll_blocks, 1);
+    c->nev = timeout ? io_wait(io, c->ev, IO_EVENTS, timeout) : 0;
+    /* B3, while still holding the role: a CPU that takes the role after us
+     * must never find wake_sig set with evfd's count already consumed. */
+    for (int i = 0; i < c->nev; i++) {
+        if (c->ev[i].data.u64 != EV_WAKE) continue;
+        uint64_t v;
+        ssize_t r = read(io->evfd, &v, sizeof v);
+        (void)r;
+        atomic_store_explicit(&io->wake_sig, 0, memory_order_release);
+    }
+    atomic_store_explicit(&io->poller, -1, memory_order_release);
+}
+
+void usched__io_dispatch(struct usched__wk *w)
+{
+    struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
+    struct usched__io_cpu *c = &io->cpu[w->cpu];
+    int n = c->nev;
+    c->nev = 0;
+    dispatch(io, c->ev, n);
+}
+
+/* W3': B1, B2. */
+void usched__io_break(usched_t *s)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io) return;
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong(&io->wake_sig, &zero, 1)) return;
+    uint64_t one = 1;
+    ssize_t r = write(io->evfd, &one, sizeof one);
+    (void)r;
+    io_stat(s, usched__self_wk(), USCHED_STAT_io_breaks);
+}

@@ -1,0 +1,210 @@
+/*
+ * Contention (src/core/monitor.c, C1-C4; docs/monitor.md): the monitor reads
+ * run delays from a directory of schedstat lines the test writes (one file
+ * per CPU, "run_ns delay_ns slices"), so the verdicts do not depend on the
+ * machine's load.
+ *
+ *   detect    CPU 0 waits 50% of its runnable time: it becomes contended,
+ *             once (contend_episodes); CPUs fed
+ *             0% stay uncontended, and so does the CPU whose file is not a
+ *             schedstat line (bad input is no contention, no crash);
+ *   verdict   with no new evidence the verdict stands;
+ *   nospin    a fiber bound to CPU 0 sleeps 10 times: CPU 0 parks without
+ *             spinning each time (contend_nospin; its own spins counter
+ *             does not move);
+ *   wakep     (3 CPUs or more) a fiber on CPU 1 spawns while every other
+ *             CPU is parked: wakep passes CPU 0 over (contend_wake_skips);
+ *   pin       when the workers are pinned (the live machine), CPU 0's worker
+ *             is widened to its LLC for the episode and pinned back after;
+ *   end       fed 0%, CPU 0 is uncontended again and spins as before.
+ * Every wait is bounded (20 s, which no correct run reaches); nothing
+ * asserts a time.
+ *
+ * Usage: core_contend [topology]   (default: the live machine)
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "test.h"
+#include "usched.h"
+
+#define BOUND_S 20.0
+#define NSLEEPS 10
+
+static usched_t *sched;
+static char dir[64];
+static uint64_t run_ns[256], delay_ns[256];
+
+static uint64_t stat_of(const char *name)
+{
+    uint64_t v = 0;
+    ASSERT_OK(usched_stat(sched, name, &v));
+    return v;
+}
+
+static void write_line(int cpu, const char *line)
+{
+    char path[128], tmp[128];
+    snprintf(path, sizeof path, "%s/%d", dir, cpu);
+    snprintf(tmp, sizeof tmp, "%s/.%d", dir, cpu);
+    FILE *f = fopen(tmp, "w");
+    ASSERT(f);
+    fputs(line, f);
+    ASSERT_EQ(fclose(f), 0);
+    ASSERT_EQ(rename(tmp, path), 0);
+}
+
+/* One step of fake time: 1 ms runnable per CPU, CPU 0 waiting pct0 % of it;
+ * the last CPU's file is left as it is (garbage). */
+static void feed(int ncpus, int pct0)
+{
+    for (int c = 0; c < ncpus - 1; c++) {
+        int pct = c == 0 ? pct0 : 0;
+        run_ns[c] += 1000000ull * (100 - pct) / 100;
+        delay_ns[c] += 1000000ull * pct / 100;
+        char line[96];
+        snprintf(line, sizeof line, "%llu %llu 7\n", (unsigned long long)run_ns[c], (unsigned long long)delay_ns[c]);
+        write_line(c, line);
+    }
+    usleep(500);
+}
+
+static int cpu_count_of(struct usched__wk *w)
+{
+    cpu_set_t set;
+    ASSERT_EQ(pthread_getaffinity_np(w->thread, sizeof set, &set), 0);
+    return CPU_COUNT(&set);
+}
+
+static void sleeper(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NSLEEPS; i++) {
+        ASSERT_OK(usched_sleep_ns(1000 * 1000));
+        ASSERT_EQ(usched_self_cpu(), 0);
+    }
+}
+
+static _Atomic int children;
+static void child(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&children, 1);
+}
+
+/* On CPU 1: spawns once every other CPU is parked, until wakep passed CPU 0
+ * over (or 50 tries). */
+static void spawner(void *arg)
+{
+    (void)arg;
+    usched_t *s = sched;
+    for (int i = 0; i < 50 && stat_of("contend_wake_skips") == 0; i++) {
+        double end = test_now() + BOUND_S;
+        while (atomic_load(&s->nparked) != (uint32_t)s->ncpus - 1 && test_now() < end) usleep(200);
+        ASSERT_OK(usched_spawn(sched, NULL, child, NULL));
+    }
+}
+
+/* On CPU 1 while the test feeds: keeps a worker awake, for the monitor
+ * sleeps while every worker is parked (M1-M3). */
+static _Atomic int feeding;
+static void awake(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&feeding)) usched_yield();
+}
+
+static void wait_contended(int ncpus, int pct0, bool want)
+{
+    atomic_store(&feeding, 1);
+    ASSERT_OK(usched_spawn_on(sched, NULL, 1, awake, NULL));
+    double end = test_now() + BOUND_S;
+    while (usched__wk_contended(sched->wk[0]) != want && test_now() < end) feed(ncpus, pct0);
+    atomic_store(&feeding, 0);
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ(usched__wk_contended(sched->wk[0]), want);
+}
+
+int main(int argc, char **argv)
+{
+    snprintf(dir, sizeof dir, "/tmp/usched-contend-XXXXXX");
+    ASSERT(mkdtemp(dir));
+    ASSERT_OK(usched_create(&sched));
+    if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
+    ASSERT_OK(usched_set(sched, "knobs", "stall_us=2000,contend_pct=30,contend_pin=1"));
+    sched->schedstat_dir = dir;
+    ASSERT_OK(usched_start(sched));
+    int n = usched_ncpus(sched);
+    if (n < 2 || n > 256) {
+        printf("skipped: %d CPUs\n", n);
+        usched_destroy(sched);
+        rmdir(dir);
+        return 77;
+    }
+    write_line(n - 1, "not a schedstat line\n");
+
+    /* detect */
+    wait_contended(n, 50, true);
+    printf("detect: CPU 0 contended; contend_episodes %llu\n", (unsigned long long)stat_of("contend_episodes"));
+    ASSERT_EQ_U(stat_of("contend_episodes"), 1);
+    for (int c = 1; c < n; c++) ASSERT_EQ(usched__wk_contended(sched->wk[c]), false);
+
+    /* pin */
+    int llc_weight = cpu_count_of(sched->wk[0]);
+    printf("pin: pinned %d, CPU 0's worker may run on %d CPUs, contend_unpins %llu\n", sched->pinned,
+           llc_weight, (unsigned long long)stat_of("contend_unpins"));
+    ASSERT_EQ_U(stat_of("contend_unpins"), sched->pinned ? 1 : 0);
+    if (sched->pinned) {
+        usched__topo_t *t = sched->topo;
+        ASSERT_EQ(llc_weight, usched__topo_group_weight(t, TOPO_LLC, usched__topo_group(t, 0, TOPO_LLC)));
+    }
+
+    /* verdict + nospin: no feeding from here, the verdict stands */
+    uint64_t nospin0 = stat_of("contend_nospin");
+    uint64_t spins0 = atomic_load(&sched->wk[0]->stats.v[USCHED_STAT_spins]);
+    ASSERT_OK(usched_spawn_on(sched, NULL, 0, sleeper, NULL));
+    ASSERT_OK(usched_wait(sched));
+    uint64_t nospin = stat_of("contend_nospin") - nospin0;
+    uint64_t spins = atomic_load(&sched->wk[0]->stats.v[USCHED_STAT_spins]) - spins0;
+    printf("nospin: contend_nospin +%llu, CPU 0 spins +%llu\n", (unsigned long long)nospin,
+           (unsigned long long)spins);
+    ASSERT_EQ(usched__wk_contended(sched->wk[0]), true);
+    ASSERT_GE(nospin, NSLEEPS);
+    ASSERT_EQ_U(spins, 0);
+
+    /* wakep */
+    if (n >= 3) {
+        ASSERT_OK(usched_spawn_on(sched, NULL, 1, spawner, NULL));
+        ASSERT_OK(usched_wait(sched));
+        printf("wakep: contend_wake_skips %llu after %d spawns\n", (unsigned long long)stat_of("contend_wake_skips"),
+               atomic_load(&children));
+        ASSERT_GE(stat_of("contend_wake_skips"), 1);
+    }
+
+    /* end */
+    wait_contended(n, 0, false);
+    printf("end: CPU 0 uncontended; contend_episodes %llu\n", (unsigned long long)stat_of("contend_episodes"));
+    ASSERT_EQ_U(stat_of("contend_episodes"), 1);
+    if (sched->pinned) ASSERT_EQ(cpu_count_of(sched->wk[0]), 1);
+    nospin0 = stat_of("contend_nospin");
+    ASSERT_OK(usched_spawn_on(sched, NULL, 0, sleeper, NULL));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ_U(stat_of("contend_nospin"), nospin0);
+    ASSERT_EQ(usched__wk_contended(sched->wk[n - 1]), false); /* garbage: never contended */
+
+    ASSERT_OK(usched_destroy(sched));
+    char path[128];
+    for (int c = 0; c < n; c++) {
+        snprintf(path, sizeof path, "%s/%d", dir, c);
+        unlink(path);
+    }
+    ASSERT_EQ(rmdir(dir), 0);
+    printf("ok\n");
+    return 0;
+}

@@ -1,0 +1,168 @@
+/*
+ * usched_close while fibers wait: a reader and a writer blocked on the fd
+ * return -EBADF promptly, then the fd is closed; an outside thread blocked
+ * on it returns -EBADF too. A stale event (the fd closed and its number
+ * reused) wakes nobody: the sequence tag drops it.
+ */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "io/io_impl.h"
+#include "io_test.h"
+
+static usched_t *s;
+static int fd_r, fd_w;
+static _Atomic int blocked;
+
+static void reader(void *arg)
+{
+    (void)arg;
+    char b[16];
+    atomic_fetch_add(&blocked, 1);
+    ASSERT_EQ(usched_read(fd_r, b, sizeof b, USCHED_FOREVER), -EBADF);
+}
+
+static void writer(void *arg)
+{
+    (void)arg;
+    static char big[1 << 16];
+    atomic_fetch_add(&blocked, 1);
+    /* The buffer is full: this blocks until the close. */
+    ssize_t n = usched_write(fd_r, big, sizeof big, USCHED_FOREVER);
+    ASSERT(n == -EBADF || n > 0); /* a count if some bytes went first */
+}
+
+static int waiters(int fd, int dir)
+{
+    struct usched__pd *pd = usched__pd_get(fd);
+    usched__pd_lock(pd);
+    int n = (int)usched__wq_len(&pd->q[dir]);
+    usched__pd_unlock(pd);
+    return n;
+}
+
+static void wait_queued(int fd, int dir, int n)
+{
+    while (waiters(fd, dir) < n) usched_sleep_ns(1000000);
+}
+
+static void closer(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    fd_r = sv[0];
+    fd_w = sv[1];
+    char fill[4096] = {0};
+    while (usched_write(fd_r, fill, sizeof fill, 0) > 0) {
+    }
+    usched_task_t *r, *w;
+    ASSERT_OK(usched_spawn(s, &r, reader, NULL));
+    ASSERT_OK(usched_spawn(s, &w, writer, NULL));
+    wait_queued(fd_r, IO_RD, 1);
+    wait_queued(fd_r, IO_WR, 1);
+    double t0 = test_now();
+    ASSERT_OK(usched_close(fd_r));
+    ASSERT_OK(usched_join(r));
+    ASSERT_OK(usched_join(w));
+    printf("reader and writer returned -EBADF %.3f ms after close\n", (test_now() - t0) * 1e3);
+    char b;
+    ASSERT_EQ(usched_read(fd_r, &b, 1, 0), -EBADF); /* closed (number not reused yet) */
+    ASSERT_OK(usched_close(fd_w));
+}
+
+static void *thread_reader(void *arg)
+{
+    int fd = (int)(long)arg;
+    char b;
+    ASSERT_EQ(usched_read(fd, &b, 1, USCHED_FOREVER), -EBADF);
+    return NULL;
+}
+
+static void close_outside(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    pthread_t th;
+    pthread_create(&th, NULL, thread_reader, (void *)(long)sv[0]);
+    struct usched__pd *pd = usched__pd_get(sv[0]);
+    while (!atomic_load(&pd->refs)) usched_sleep_ns(1000000); /* the thread is in its call */
+    usched_sleep_ns(5000000);
+    ASSERT_OK(usched_close(sv[0]));
+    pthread_join(th, NULL);
+    ASSERT_OK(usched_close(sv[1]));
+}
+
+/* A stale event: registered fd closed, number reused, old event injected. */
+static void stale(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    char b;
+    ASSERT_EQ(usched_read(sv[0], &b, 1, 0), -EAGAIN); /* registered now */
+    struct usched__pd *pd = usched__pd_get(sv[0]);
+    uint32_t old = atomic_load(&pd->seq);
+    int num = sv[0];
+    ASSERT_OK(usched_close(sv[0]));
+    ASSERT_OK(usched_close(sv[1]));
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    if (sv[0] != num) { /* the lowest free number normally comes back; make sure */
+        ASSERT_EQ(dup2(sv[0], num), num);
+        ASSERT_OK(close(sv[0]));
+        sv[0] = num;
+    }
+    usched_task_t *r;
+    fd_r = sv[0];
+    ASSERT_OK(usched_spawn(s, &r, reader, NULL));
+    wait_queued(sv[0], IO_RD, 1);
+    uint64_t stale0 = io_stat(s, "io_stale");
+    usched__pd_ready(pd, old, EPOLLIN); /* the event of the closed incarnation */
+    ASSERT_EQ(io_stat(s, "io_stale"), stale0 + 1);
+    usched_sleep_ns(10000000);
+    ASSERT_EQ(waiters(sv[0], IO_RD), 1); /* still waiting: nobody was woken */
+    ASSERT_OK(usched_close(sv[0])); /* the reader expects -EBADF */
+    ASSERT_OK(usched_join(r));
+    ASSERT_OK(usched_close(sv[1]));
+}
+
+/* Churn: fds closed with data and events pending, numbers reused at once;
+ * every byte read belongs to the current incarnation. */
+static void churn(void *arg)
+{
+    long n = (long)arg;
+    for (long i = 0; i < n; i++) {
+        int sv[2];
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        char c = (char)i, b = 0;
+        ASSERT_EQ(usched_write(sv[1], &c, 1, USCHED_FOREVER), 1);
+        ASSERT_EQ(usched_read(sv[0], &b, 1, USCHED_FOREVER), 1);
+        ASSERT_EQ(b, c);
+        ASSERT_EQ(usched_write(sv[1], &c, 1, USCHED_FOREVER), 1); /* left unread */
+        ASSERT_OK(usched_close(sv[0]));
+        ASSERT_OK(usched_close(sv[1]));
+    }
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_start(s));
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(s, &t, closer, NULL));
+    ASSERT_OK(usched_join(t));
+    ASSERT_OK(usched_spawn(s, &t, close_outside, NULL));
+    ASSERT_OK(usched_join(t));
+    ASSERT_OK(usched_spawn(s, &t, stale, NULL));
+    ASSERT_OK(usched_join(t));
+    usched_task_t *c[4];
+    for (int i = 0; i < 4; i++) ASSERT_OK(usched_spawn(s, &c[i], churn, (void *)test_scale(2000)));
+    for (int i = 0; i < 4; i++) ASSERT_OK(usched_join(c[i]));
+    printf("io_stale %llu\n", (unsigned long long)io_stat(s, "io_stale"));
+    ASSERT_EQ(usched_close(-1), -EBADF);
+    ASSERT_OK(usched_destroy(s));
+    printf("ok\n");
+    return 0;
+}

@@ -1,0 +1,153 @@
+/*
+ * Timeouts of the I/O calls: they fire (never before their time), 0 only
+ * tries, and a timeout racing with data never loses the data. From fibers
+ * and from an outside thread.
+ */
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "io_test.h"
+
+static usched_t *s;
+
+static void check_fires(const char *who)
+{
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    char b[8];
+    /* 0 only tries */
+    ASSERT_EQ(usched_read(sv[0], b, sizeof b, 0), -EAGAIN);
+    ASSERT_EQ(usched_poll_fd(sv[0], POLLIN, 0), -EAGAIN);
+    const uint64_t ms = 1000000;
+    double t0 = test_now();
+    ASSERT_EQ(usched_read(sv[0], b, sizeof b, 30 * ms), -ETIMEDOUT);
+    double dt = test_now() - t0;
+    printf("%s: read timed out after %.2f ms (30 ms asked)\n", who, dt * 1e3);
+    ASSERT(dt >= 0.030);
+    t0 = test_now();
+    ASSERT_EQ(usched_poll_fd(sv[0], POLLIN, 20 * ms), -ETIMEDOUT);
+    ASSERT(test_now() - t0 >= 0.020);
+    /* A full socket: write moves what fits, then times out with the count. */
+    char big[4096] = {0};
+    long put = 0;
+    for (;;) {
+        ssize_t n = usched_write(sv[0], big, sizeof big, 0);
+        if (n == -EAGAIN) break;
+        ASSERT_GT(n, 0);
+        put += n;
+    }
+    ASSERT_GT(put, 0);
+    ASSERT_EQ(usched_write(sv[0], big, sizeof big, 0), -EAGAIN);
+    ASSERT_EQ(usched_write(sv[0], big, sizeof big, 10 * ms), -ETIMEDOUT);
+    /* Data present: 0 returns it. */
+    ASSERT_EQ(usched_write(sv[1], "x", 1, 0), 1);
+    ASSERT_EQ(usched_read(sv[1], b, 1, 0), 1);
+    ASSERT_OK(usched_close(sv[0]));
+    ASSERT_OK(usched_close(sv[1]));
+    /* accept times out on a listener nobody dials */
+    struct sockaddr_in a;
+    int l = io_listener(&a, 4);
+    t0 = test_now();
+    ASSERT_EQ(usched_accept(l, NULL, NULL, 20 * ms), -ETIMEDOUT);
+    ASSERT(test_now() - t0 >= 0.020);
+    ASSERT_OK(usched_close(l));
+    /* connect times out on a UNIX listener whose backlog is full (no
+     * readiness event ever says when it has room) */
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    snprintf(u.sun_path, sizeof u.sun_path, "/tmp/usched-io-timeout-%d-%s", (int)getpid(),
+             who[0] == 'f' ? "f" : "t");
+    unlink(u.sun_path);
+    l = usched_socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_OK(l);
+    ASSERT_OK(bind(l, (struct sockaddr *)&u, sizeof u));
+    ASSERT_OK(listen(l, 0));
+    int c[4], timedout = 0;
+    for (int i = 0; i < 4; i++) {
+        c[i] = usched_socket(AF_UNIX, SOCK_STREAM, 0);
+        ASSERT_OK(c[i]);
+        int rc = usched_connect(c[i], (struct sockaddr *)&u, sizeof u, 20 * ms);
+        ASSERT(rc == 0 || rc == -ETIMEDOUT);
+        timedout += rc == -ETIMEDOUT;
+    }
+    ASSERT_GT(timedout, 0);
+    for (int i = 0; i < 4; i++) ASSERT_OK(usched_close(c[i]));
+    ASSERT_OK(usched_close(l));
+    unlink(u.sun_path);
+}
+
+static void fiber_fires(void *arg)
+{
+    check_fires((const char *)arg);
+}
+
+/* The race: a writer sends one byte at about the reader's timeout. */
+struct race {
+    int sv[2];
+    long n;
+    _Atomic long got, timeouts;
+};
+
+static void race_writer(void *arg)
+{
+    struct race *r = arg;
+    for (long i = 0; i < r->n; i++) {
+        usched_sleep_ns(200000 + (uint64_t)(i % 7) * 50000); /* 0.2 .. 0.5 ms */
+        char c = (char)i;
+        ASSERT_EQ(usched_write(r->sv[1], &c, 1, USCHED_FOREVER), 1);
+    }
+}
+
+static void race_reader(void *arg)
+{
+    struct race *r = arg;
+    for (long i = 0; i < r->n;) {
+        char c;
+        ssize_t k = usched_read(r->sv[0], &c, 1, 300000); /* 0.3 ms */
+        if (k == -ETIMEDOUT) {
+            atomic_fetch_add(&r->timeouts, 1);
+            continue;
+        }
+        ASSERT_EQ(k, 1);
+        ASSERT_EQ(c, (char)i); /* nothing lost, nothing out of order */
+        i++;
+        atomic_fetch_add(&r->got, 1);
+    }
+}
+
+static void *thread_fires(void *arg)
+{
+    check_fires((const char *)arg);
+    return NULL;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_start(s));
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(s, &t, fiber_fires, "fiber"));
+    ASSERT_OK(usched_join(t));
+    pthread_t th;
+    pthread_create(&th, NULL, thread_fires, "outside thread");
+    pthread_join(th, NULL);
+
+    struct race r = {.n = test_scale(2000)};
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, r.sv));
+    usched_task_t *a, *b;
+    ASSERT_OK(usched_spawn_on(s, &a, 0, race_reader, &r));
+    ASSERT_OK(usched_spawn_on(s, &b, usched_ncpus(s) - 1, race_writer, &r));
+    ASSERT_OK(usched_join(a));
+    ASSERT_OK(usched_join(b));
+    printf("race: %ld bytes, all received in order; %ld timeouts raced with them\n", atomic_load(&r.got),
+           atomic_load(&r.timeouts));
+    ASSERT_EQ(atomic_load(&r.got), r.n);
+    char c;
+    ASSERT_EQ(usched_read(r.sv[0], &c, 1, 0), -EAGAIN); /* and nothing extra */
+    ASSERT_OK(usched_close(r.sv[0]));
+    ASSERT_OK(usched_close(r.sv[1]));
+    ASSERT_OK(usched_destroy(s));
+    printf("ok\n");
+    return 0;
+}
