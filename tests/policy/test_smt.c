@@ -126,7 +126,9 @@ static int run_once(usched_t *s, const usched__topo_t *t, int *busy, int *nbusy)
     ASSERT_OK(usched_stats_reset(s));
     atomic_store(&sc.go, 1);
     /* Every busy CPU spins without yielding, so a wake-up placed behind one
-     * (an idle CPU existed) would never run: fail instead of hanging. */
+     * (an idle CPU existed) would never run (stall_us=0: the monitor does
+     * not rescue it elsewhere, which would hide the wrong placement): fail
+     * instead of hanging. */
     for (int tries = 0; atomic_load(&sc.Q) < 0; tries++) {
         if (tries == 30000)
             TEST_FAIL_("J did not run within 30 s of its wake-up: queued behind a busy CPU?");
@@ -222,7 +224,7 @@ static void expect_no_smt(const usched__topo_t *t, const char *pol, int Q, const
 static void smt_case(const char *topo, const char *pol, int smt)
 {
     char knobs[64];
-    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,smt=%d", smt);
+    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,stall_us=0,smt=%d", smt);
     if (!strcmp(pol, "ule"))
         snprintf(knobs + strlen(knobs), sizeof knobs - strlen(knobs), ",affinity_us=%d",
                  ULE_AFFINITY_US);
@@ -230,7 +232,7 @@ static void smt_case(const char *topo, const char *pol, int smt)
     usched_t *s = pt_start(pol, topo, knobs);
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
-    print_case(topo, pol, knobs + 18, Q, busy, n);
+    print_case(topo, pol, knobs + strlen("spin_us=0,steal=0,stall_us=0,"), Q, busy, n);
     ASSERT_GE(Q, 0);
     if (smt && strcmp(pol, "global") != 0) { /* global is not SMT-aware */
         ASSERT(!beside_busy(t, Q, busy, n));
@@ -247,7 +249,7 @@ static void smt_case(const char *topo, const char *pol, int smt)
 static void smt_runtime(const char *topo)
 {
     usched__topo_t *t = pt_topo_load(topo);
-    usched_t *s = pt_start("usched", topo, "spin_us=0,steal=0,smt=1");
+    usched_t *s = pt_start("usched", topo, "spin_us=0,steal=0,stall_us=0,smt=1");
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
     print_case(topo, "usched", "smt=1", Q, busy, n);
@@ -295,12 +297,14 @@ static void scope_j(void *arg)
 /* On 2 packages x 2 single-PU cores: J blocks on CPU P; P and the other CPU
  * of its LLC (W) are made busy, the second package idles; B, bound on W,
  * wakes J. Only after the placement are P and W freed (with steal=0 J then
- * runs where it was queued). Returns Q. */
+ * runs where it was queued; with stall_us=0 the monitor does not move it
+ * off a CPU that spins for longer than 10 ms, as it would under TSan).
+ * Returns Q. */
 static int scope_case(const char *scope)
 {
     static const char topo[] = "pack:2 l3:1 l2:2 core:1 pu:1";
     char knobs[96];
-    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,scope=%s", scope);
+    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,stall_us=0,scope=%s", scope);
     usched__topo_t *t = pt_topo_load(topo);
     usched_t *s = pt_start("usched", topo, knobs);
     struct scope_scen sc = {.s = s};
