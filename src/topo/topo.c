@@ -315,7 +315,12 @@ static int xml_check(const char *input, char *err, size_t errlen)
     /* hwloc 2.9.0's parser reads past the end of the file when a tag or a
      * quoted attribute value is still open there ('<topology version="2.0',
      * '<topologyversion="2.0"'; tests/fuzz/fuzz_topo_xml): every tag must
-     * end with '>', every value in it with its quote. */
+     * end with '>', every value in it with its quote. A value must not hold
+     * '<' (XML forbids it) or '>' (hwloc writes both escaped): hwloc's own
+     * parser ends a tag at the first '>', quoted or not, so a tag hidden in
+     * a value ('gp_index="10 > <object ...') would escape the checks here
+     * and reach hwloc, which crashed on such a file (a hidden object naming
+     * cpuset twice; tests/fuzz/fuzz_topo_xml). */
     for (const char *p = buf; (p = strchr(p, '<')); ) {
         const char *why = xml_tag_repeats(p) ? "a tag names an attribute twice" : NULL;
         for (p++; !why; p++) {
@@ -324,6 +329,8 @@ static int xml_check(const char *input, char *err, size_t errlen)
             } else if ((*p == '"' || *p == '\'') && p[-1] == '=') {
                 const char *close = strchr(p + 1, *p);
                 if (!close) why = "a quoted value is never closed";
+                else if (strcspn(p + 1, "<>") < (size_t)(close - p - 1))
+                    why = "a quoted value holds '<' or '>'";
                 else p = close;
             }
             if (why || !*p || *p == '>') break;
