@@ -238,32 +238,38 @@ static int xml_object_sets(const char *p, long *pu_os)
     return have;
 }
 
-/* Whether the tag starting at p ('<' then its name) names an attribute twice,
- * which XML forbids (well-formedness constraint "Unique Att Spec"). hwloc
+/* What is wrong with the start tag at p ('<' then its name), NULL if nothing
+ * (or if it is not a start tag: '</', '<!', '<?'). Its attributes must be
+ * name="value" pairs up to '>' or '/>', each name once: XML forbids a
+ * repeated name (well-formedness constraint "Unique Att Spec"), and hwloc
  * 2.9.0 dereferences a NULL set on an object with a long unknown attribute
- * followed by repeated set attributes (tests/fuzz/fuzz_topo_xml). Stops at
- * the tag's end or at anything that is not name="value"; a tag with more
- * attributes than any hwloc writes counts as a repeat. */
-static bool xml_tag_repeats(const char *p)
+ * followed by repeated set attributes, or with a stray quote among its
+ * attributes (`os_indexName" value="..."`; both tests/fuzz/fuzz_topo_xml).
+ * A tag with more attributes than any hwloc writes counts as a repeat. A
+ * value left open is reported by the caller. */
+static const char *xml_tag_bad(const char *p)
 {
     enum { MAX_ATTRS = 64 };
     const char *names[MAX_ATTRS];
     size_t lens[MAX_ATTRS], k = 0;
-    for (p++; *p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '>'; p++) {
+    if (p[1] == '/' || p[1] == '!' || p[1] == '?') return NULL;
+    for (p++; *p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '>' && *p != '/'; p++) {
     }
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        if (!*p || *p == '>' || (p[0] == '/' && p[1] == '>')) return NULL;
         const char *name = p;
         while (*p && *p != '=' && *p != '>' && *p != '/' && *p != ' ' && *p != '\t' && *p != '\n' &&
                *p != '\r')
             p++;
         size_t n = (size_t)(p - name);
-        if (!n || *p != '=' || (p[1] != '"' && p[1] != '\'')) return false;
+        if (!n || *p != '=' || (p[1] != '"' && p[1] != '\''))
+            return "a tag's attributes are not name=\"value\" pairs";
         const char *close = strchr(p + 2, p[1]);
-        if (!close) return false;
+        if (!close) return NULL;
         for (size_t i = 0; i < k; i++)
-            if (lens[i] == n && !memcmp(names[i], name, n)) return true;
-        if (k == MAX_ATTRS) return true;
+            if (lens[i] == n && !memcmp(names[i], name, n)) return "a tag names an attribute twice";
+        if (k == MAX_ATTRS) return "a tag names an attribute twice";
         names[k] = name;
         lens[k++] = n;
         p = close + 1;
@@ -322,7 +328,7 @@ static int xml_check(const char *input, char *err, size_t errlen)
      * and reach hwloc, which crashed on such a file (a hidden object naming
      * cpuset twice; tests/fuzz/fuzz_topo_xml). */
     for (const char *p = buf; (p = strchr(p, '<')); ) {
-        const char *why = xml_tag_repeats(p) ? "a tag names an attribute twice" : NULL;
+        const char *why = xml_tag_bad(p);
         for (p++; !why; p++) {
             if (!*p) {
                 why = "a tag is never closed";

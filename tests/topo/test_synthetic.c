@@ -194,10 +194,14 @@ int main(void)
         {"<topology><object type=\"Machine\" cpuset=\"f\" complete_cpuset=\"f\" nodeset=\"1\" "
          "complete_nodeset=\"1\" cpuset=\"8\"/>", "a tag names an attribute twice", 0},
         {"<topology version=\"2.0\" version=\"2.0\">", "a tag names an attribute twice", 0},
-        {"<topology version=\"2.0\"><object type=\"Package\" gp_index=\"10 ><object type=\"NUMANode\" "
-         "cpuset=\"f\" cpuset=\"8\"/></object></topology>", "a quoted value holds '<' or '>'", 0},
+        {"<topology version=\"2.0\"><object type=\"Package\" gp_index=\"1 <object type=PU/> 0\"/></topology>",
+         "a quoted value holds '<' or '>'", 0},
         {"<topology version=\"2.0\"><info name=\"a\" value=\"x>y\"/></topology>",
          "a quoted value holds '<' or '>'", 0},
+        {"<topology version=\"2.0\"><object type=\"NUMANode\" os_indexName\" value=\"x\"/></topology>",
+         "a tag's attributes are not name=\"value\" pairs", 0},
+        {"<topology version=\"2.0\"><object type=\"Machine\" cpuset></object></topology>",
+         "a tag's attributes are not name=\"value\" pairs", 0},
     };
     for (size_t i = 0; i < sizeof bad_xml / sizeof bad_xml[0]; i++) {
         size_t len = bad_xml[i].len ? bad_xml[i].len : strlen(bad_xml[i].xml);
