@@ -202,7 +202,8 @@ static bool xml_set_parses(const char *v, size_t n)
 /* The set attributes of the <object tag starting at p ("<object"): bits
  * above; *pu_os receives the OS index of a PU (-1 when it has none, -2 for
  * any other type; saturated above TOPO_MAX_OS_INDEX). Stops at the tag's end
- * or at anything that is not name="value" (hwloc rejects that itself). */
+ * or at anything that is not name="value" (xml_tag_bad has refused such
+ * a tag before this runs). */
 static int xml_object_sets(const char *p, long *pu_os)
 {
     int is_pu = 0;

@@ -221,10 +221,14 @@ static void expect_no_smt(const usched__topo_t *t, const char *pol, int Q, const
         ASSERT_GE(snap_busy_sibling, 1);
 }
 
+/* Every case: no spinning, no stealing, no monitor (a wake-up runs where it
+ * was placed). */
+#define SMT_BASE_KNOBS "spin_us=0,steal=0,stall_us=0,"
+
 static void smt_case(const char *topo, const char *pol, int smt)
 {
     char knobs[64];
-    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,stall_us=0,smt=%d", smt);
+    snprintf(knobs, sizeof knobs, SMT_BASE_KNOBS "smt=%d", smt);
     if (!strcmp(pol, "ule"))
         snprintf(knobs + strlen(knobs), sizeof knobs - strlen(knobs), ",affinity_us=%d",
                  ULE_AFFINITY_US);
@@ -232,7 +236,7 @@ static void smt_case(const char *topo, const char *pol, int smt)
     usched_t *s = pt_start(pol, topo, knobs);
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
-    print_case(topo, pol, knobs + strlen("spin_us=0,steal=0,stall_us=0,"), Q, busy, n);
+    print_case(topo, pol, knobs + strlen(SMT_BASE_KNOBS), Q, busy, n);
     ASSERT_GE(Q, 0);
     if (smt && strcmp(pol, "global") != 0) { /* global is not SMT-aware */
         ASSERT(!beside_busy(t, Q, busy, n));
@@ -249,7 +253,7 @@ static void smt_case(const char *topo, const char *pol, int smt)
 static void smt_runtime(const char *topo)
 {
     usched__topo_t *t = pt_topo_load(topo);
-    usched_t *s = pt_start("usched", topo, "spin_us=0,steal=0,stall_us=0,smt=1");
+    usched_t *s = pt_start("usched", topo, SMT_BASE_KNOBS "smt=1");
     int busy[MAXB], n;
     int Q = run_once(s, t, busy, &n);
     print_case(topo, "usched", "smt=1", Q, busy, n);
@@ -304,7 +308,7 @@ static int scope_case(const char *scope)
 {
     static const char topo[] = "pack:2 l3:1 l2:2 core:1 pu:1";
     char knobs[96];
-    snprintf(knobs, sizeof knobs, "spin_us=0,steal=0,stall_us=0,scope=%s", scope);
+    snprintf(knobs, sizeof knobs, SMT_BASE_KNOBS "scope=%s", scope);
     usched__topo_t *t = pt_topo_load(topo);
     usched_t *s = pt_start("usched", topo, knobs);
     struct scope_scen sc = {.s = s};
