@@ -167,6 +167,8 @@ int main(void)
     ASSERT_GE(fd, 0);
     load_fails(path, NULL, -EINVAL, "not an XML topology hwloc can read"); /* empty */
     ASSERT_EQ(write(fd, "<topology version=\"9.0\">garbage", 31), 31);
+    load_fails(path, NULL, -EINVAL, "not an XML file (an element is never closed)");
+    ASSERT_EQ(write(fd, "</topology>", 11), 11);
     load_fails(path, NULL, -EINVAL, "not an XML topology hwloc can read");
     close(fd);
 
@@ -202,6 +204,11 @@ int main(void)
          "a tag's attributes are not name=\"value\" pairs", 0},
         {"<topology version=\"2.0\"><object type=\"Machine\" cpuset></object></topology>",
          "a tag's attributes are not name=\"value\" pairs", 0},
+        {"<topology version=\"2.0\"><object type=\"Package\" cpuset=\"0x1\" complete_cpuset=\"0x1\" "
+         "nodeset=\"0x1\" complete_nodeset=\"0x1\"/><object type=\"PU\" os_index=\"0\"/></object></topology>",
+         "an end tag does not match the element it closes", 0},
+        {"<topology version=\"2.0\"><object type=\"Machine\"></topology></object>",
+         "an end tag does not match the element it closes", 0},
     };
     for (size_t i = 0; i < sizeof bad_xml / sizeof bad_xml[0]; i++) {
         size_t len = bad_xml[i].len ? bad_xml[i].len : strlen(bad_xml[i].xml);
