@@ -48,10 +48,72 @@
  * them out; leaving the LLC trades a cold cache for an idle CPU, which loses
  * for very short wake-ups.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "pol.h"
 #include "usched/policy.h"
+
+/* The topology a decision reads, per CPU, copied once at init: the group,
+ * mask and weight of each level. Through the policy interface each of these
+ * is a checked call (group, then mask or weight), and a wake-up made dozens
+ * of them: a fifth of `usched bench select`'s cycles went to topology and
+ * policy accessors (perf), against a fourteenth under `linux`. */
+struct usched_topo_cpu {
+    const uint64_t *mask[USCHED_NLEVELS];
+    int weight[USCHED_NLEVELS];
+    int group[USCHED_NLEVELS];
+};
+
+struct usched_priv {
+    int smt_width;
+    struct usched_topo_cpu cpu[];
+};
+
+static int usched_init(usched_pol_ctx_t *ctx)
+{
+    int n = usched_pol_ncpus(ctx);
+    struct usched_priv *p = calloc(1, sizeof *p + (size_t)n * sizeof p->cpu[0]);
+    if (!p) return -ENOMEM;
+    p->smt_width = usched_pol_smt_width(ctx);
+    for (int c = 0; c < n; c++)
+        for (int l = 0; l < USCHED_NLEVELS; l++) {
+            p->cpu[c].group[l] = usched_pol_group(ctx, c, l);
+            p->cpu[c].mask[l] = pol_mask(ctx, c, l);
+            p->cpu[c].weight[l] = pol_weight(ctx, c, l);
+        }
+    usched_pol_set_priv(ctx, p);
+    return 0;
+}
+
+static void usched_exit(usched_pol_ctx_t *ctx)
+{
+    free(usched_pol_priv(ctx));
+}
+
+/* The cached views. CPUs come from the core (waker, prev) or from an idle
+ * search, all in range. */
+static inline const struct usched_topo_cpu *U(usched_pol_ctx_t *ctx, int cpu)
+{
+    return &((const struct usched_priv *)usched_pol_priv(ctx))->cpu[cpu];
+}
+#define U_MASK(ctx, cpu, lvl) (U(ctx, cpu)->mask[lvl])
+#define U_WEIGHT(ctx, cpu, lvl) (U(ctx, cpu)->weight[lvl])
+
+/* Lowest level CPUs a and b share (usched_pol_level_shared). */
+static inline int usched_shared(usched_pol_ctx_t *ctx, int a, int b)
+{
+    const struct usched_topo_cpu *x = U(ctx, a), *y = U(ctx, b);
+    for (int l = 0; l < USCHED_LVL_MACHINE; l++)
+        if (x->group[l] == y->group[l]) return l;
+    return USCHED_LVL_MACHINE;
+}
+
+static inline bool usched_smt(usched_pol_ctx_t *ctx)
+{
+    return ((const struct usched_priv *)usched_pol_priv(ctx))->smt_width > 1 && POL_KNOB(ctx, smt);
+}
 
 struct usched_pstate {
     struct pol_flips flips; /* as a waker */
@@ -78,8 +140,8 @@ static bool usched_llc_busy(usched_pol_ctx_t *ctx, int waker)
 {
     if (waker < 0 || !POL_KNOB(ctx, util_gate)) return false;
     struct usched_pcpu *pc = usched_pol_cpu_state(ctx, waker);
-    const uint64_t *llc = pol_mask(ctx, waker, USCHED_LVL_LLC);
-    int weight = pol_weight(ctx, waker, USCHED_LVL_LLC);
+    const uint64_t *llc = U_MASK(ctx, waker, USCHED_LVL_LLC);
+    int weight = U_WEIGHT(ctx, waker, USCHED_LVL_LLC);
     uint32_t x = (uint32_t)((weight - usched_pol_count_idle(ctx, llc)) * 1024 / weight);
     pc->util = pc->util - pc->util / 16 + x;
     return pol_sis_budget(weight, (int)(pc->util / 16)) == 0;
@@ -89,10 +151,10 @@ static bool usched_llc_busy(usched_pol_ctx_t *ctx, int waker)
  * LLC idles, so a hand-off there would run beside a busy sibling. */
 static bool usched_beside_busy(usched_pol_ctx_t *ctx, int cpu)
 {
-    const uint64_t *core = pol_mask(ctx, cpu, USCHED_LVL_SMT);
+    const uint64_t *core = U_MASK(ctx, cpu, USCHED_LVL_SMT);
     int others_idle = usched_pol_count_idle(ctx, core) - (usched_pol_cpu_idle(ctx, cpu) ? 1 : 0);
-    return others_idle < pol_weight(ctx, cpu, USCHED_LVL_SMT) - 1 &&
-           usched_pol_find_idle(ctx, pol_mask(ctx, cpu, USCHED_LVL_LLC), cpu, true) >= 0;
+    return others_idle < U_WEIGHT(ctx, cpu, USCHED_LVL_SMT) - 1 &&
+           usched_pol_find_idle(ctx, U_MASK(ctx, cpu, USCHED_LVL_LLC), cpu, true) >= 0;
 }
 
 static bool usched_wide(const struct usched_pstate *w, const struct usched_pstate *t, uint32_t factor)
@@ -107,17 +169,23 @@ static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int sco
                             int *reason)
 {
     int first = scope < USCHED_LVL_LLC ? scope : USCHED_LVL_LLC;
-    int llc_weight = pol_weight(ctx, target, USCHED_LVL_LLC);
+    int llc_weight = U_WEIGHT(ctx, target, USCHED_LVL_LLC), searched = 0;
     for (int lvl = first; lvl <= scope; lvl++) {
-        const uint64_t *m = pol_mask(ctx, target, lvl);
+        /* Groups nest, so a level as large as the last one searched is the
+         * same set of CPUs, searched the same way (one LLC is usually the
+         * package and the machine too). */
+        int weight = U_WEIGHT(ctx, target, lvl);
+        if (weight == searched) continue;
+        const uint64_t *m = U_MASK(ctx, target, lvl);
         int cores = smt ? POL_CORE_FIRST : 0;
         /* gated: the LLC, and any wider level that holds only the LLC */
-        if (gated && (lvl <= USCHED_LVL_LLC || pol_weight(ctx, target, lvl) == llc_weight)) {
+        if (gated && (lvl <= USCHED_LVL_LLC || U_WEIGHT(ctx, target, lvl) == llc_weight)) {
             if (!smt) continue;
             cores = POL_CORE_ONLY;
         }
         int c = pol_find_claim(ctx, m, target, cores, target, reason);
         if (c >= 0) return c;
+        searched = weight;
     }
     return -1;
 }
@@ -126,7 +194,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
                               struct usched_select_result *out)
 {
     int waker = a->waker_cpu, prev = a->task->prev_cpu;
-    bool smt = pol_smt(ctx);
+    bool smt = usched_smt(ctx);
     bool affine = POL_KNOB(ctx, affine);
     bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
     out->slot = USCHED_SLOT_TAIL;
@@ -154,7 +222,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
      * cross-CPU hand-off and maybe a futex wake per message). The claim
      * makes it take only the first of a batch; the others go by prev. */
     bool hot_ok = waker >= 0 && !(smt && usched_beside_busy(ctx, waker)); /* (b) below */
-    if (io && hot_ok && (prev < 0 || usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+    if (io && hot_ok && (prev < 0 || usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, waker) && usched_pol_claim_idle(ctx, waker)) {
         out->cpu = waker;
         out->reason = USCHED_REASON_LOCAL;
@@ -181,7 +249,8 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
          * server) - pulling the server to each client's CPU in turn drags
          * it between CPUs and leaves its previous CPU idle; Linux's
          * wake_wide is symmetric too. */
-        uint32_t factor = pol_wide_factor(ctx, waker);
+        int64_t f = POL_KNOB(ctx, wake_wide_factor); /* pol_wide_factor, cached */
+        uint32_t factor = f > 0 ? (uint32_t)f : (uint32_t)U_WEIGHT(ctx, waker, USCHED_LVL_LLC);
         wide = usched_wide(w, t, factor) || usched_wide(t, w, factor);
         pol_record_wakee(&w->flips, a->task->id);
         if (affine && pair && !wide && hot_ok && usched_pol_cpu_load(ctx, waker) <= 1) {
@@ -200,14 +269,14 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
      * on the wake-ups that get this far (the hand-offs above search
      * nothing). */
     bool gated = !io && usched_llc_busy(ctx, waker) &&
-                 usched_pol_level_shared(ctx, target, waker) <= USCHED_LVL_LLC;
+                 usched_shared(ctx, target, waker) <= USCHED_LVL_LLC;
 
     /* 3. prev */
-    if (prev >= 0 && !(gated && usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+    if (prev >= 0 && !(gated && usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, prev) &&
-        (waker < 0 || io || usched_pol_level_shared(ctx, prev, waker) <= USCHED_LVL_LLC)) {
+        (waker < 0 || io || usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC)) {
         bool ok = !smt || usched_pol_core_idle(ctx, prev) ||
-                  usched_pol_find_idle(ctx, pol_mask(ctx, prev, USCHED_LVL_LLC), prev, true) < 0;
+                  usched_pol_find_idle(ctx, U_MASK(ctx, prev, USCHED_LVL_LLC), prev, true) < 0;
         if (ok && usched_pol_claim_idle(ctx, prev)) {
             out->cpu = prev;
             out->reason = USCHED_REASON_PREV;
@@ -234,5 +303,7 @@ const struct usched_ops usched__policy_usched = {
     .flags = USCHED_OPS_SMT_RULE,
     .task_state_size = sizeof(struct usched_pstate),
     .cpu_state_size = sizeof(struct usched_pcpu),
+    .init = usched_init,
+    .exit = usched_exit,
     .select_cpu = usched_select_cpu,
 };
