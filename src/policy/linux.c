@@ -94,7 +94,7 @@ static bool linux_take(usched_pol_ctx_t *ctx, int cpu)
 static bool linux_wake_wide(usched_pol_ctx_t *ctx, const struct linux_pstate *w,
                             const struct linux_pstate *t, int waker)
 {
-    uint32_t f = pol_wide_factor(ctx, waker);
+    uint32_t f = pol_wide_factor(ctx, pol_weight(ctx, waker, USCHED_LVL_LLC));
     uint32_t m = w->flips.flips, s = t->flips.flips;
     if (m < s) {
         uint32_t x = m;

@@ -133,11 +133,12 @@ static inline void pol_record_wakee(struct pol_flips *w, uint64_t wakee)
     }
 }
 
-/* The wake_wide factor: knob wake_wide_factor, or the waker's LLC size. */
-static inline uint32_t pol_wide_factor(usched_pol_ctx_t *ctx, int waker)
+/* The wake_wide factor: knob wake_wide_factor, or llc_weight (the size of
+ * the waker's LLC). */
+static inline uint32_t pol_wide_factor(usched_pol_ctx_t *ctx, int llc_weight)
 {
     int64_t f = POL_KNOB(ctx, wake_wide_factor);
-    return f > 0 ? (uint32_t)f : (uint32_t)pol_weight(ctx, waker, USCHED_LVL_LLC);
+    return f > 0 ? (uint32_t)f : (uint32_t)llc_weight;
 }
 
 /* Linux's SIS_UTIL: how many CPUs of an LLC of `weight` CPUs a wake-up may

@@ -179,7 +179,7 @@ static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int sco
         const uint64_t *m = U_MASK(ctx, target, lvl);
         int cores = smt ? POL_CORE_FIRST : 0;
         /* gated: the LLC, and any wider level that holds only the LLC */
-        if (gated && (lvl <= USCHED_LVL_LLC || U_WEIGHT(ctx, target, lvl) == llc_weight)) {
+        if (gated && (lvl <= USCHED_LVL_LLC || weight == llc_weight)) {
             if (!smt) continue;
             cores = POL_CORE_ONLY;
         }
@@ -249,8 +249,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
          * server) - pulling the server to each client's CPU in turn drags
          * it between CPUs and leaves its previous CPU idle; Linux's
          * wake_wide is symmetric too. */
-        int64_t f = POL_KNOB(ctx, wake_wide_factor); /* pol_wide_factor, cached */
-        uint32_t factor = f > 0 ? (uint32_t)f : (uint32_t)U_WEIGHT(ctx, waker, USCHED_LVL_LLC);
+        uint32_t factor = pol_wide_factor(ctx, U_WEIGHT(ctx, waker, USCHED_LVL_LLC));
         wide = usched_wide(w, t, factor) || usched_wide(t, w, factor);
         pol_record_wakee(&w->flips, a->task->id);
         if (affine && pair && !wide && hot_ok && usched_pol_cpu_load(ctx, waker) <= 1) {
