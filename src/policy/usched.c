@@ -92,27 +92,19 @@ static void usched_exit(usched_pol_ctx_t *ctx)
     free(usched_pol_priv(ctx));
 }
 
-/* The cached views. CPUs come from the core (waker, prev) or from an idle
- * search, all in range. */
-static inline const struct usched_topo_cpu *U(usched_pol_ctx_t *ctx, int cpu)
-{
-    return &((const struct usched_priv *)usched_pol_priv(ctx))->cpu[cpu];
-}
-#define U_MASK(ctx, cpu, lvl) (U(ctx, cpu)->mask[lvl])
-#define U_WEIGHT(ctx, cpu, lvl) (U(ctx, cpu)->weight[lvl])
+/* The cached views, read through the table a decision fetched once (P).
+ * CPUs come from the core (waker, prev) or from an idle search, all in
+ * range. */
+#define U_MASK(P, c, lvl) ((P)->cpu[c].mask[lvl])
+#define U_WEIGHT(P, c, lvl) ((P)->cpu[c].weight[lvl])
 
 /* Lowest level CPUs a and b share (usched_pol_level_shared). */
-static inline int usched_shared(usched_pol_ctx_t *ctx, int a, int b)
+static inline int usched_shared(const struct usched_priv *P, int a, int b)
 {
-    const struct usched_topo_cpu *x = U(ctx, a), *y = U(ctx, b);
+    const struct usched_topo_cpu *x = &P->cpu[a], *y = &P->cpu[b];
     for (int l = 0; l < USCHED_LVL_MACHINE; l++)
         if (x->group[l] == y->group[l]) return l;
     return USCHED_LVL_MACHINE;
-}
-
-static inline bool usched_smt(usched_pol_ctx_t *ctx)
-{
-    return ((const struct usched_priv *)usched_pol_priv(ctx))->smt_width > 1 && POL_KNOB(ctx, smt);
 }
 
 struct usched_pstate {
@@ -136,12 +128,12 @@ struct usched_pcpu {
  * idle prev and 28k on other idle CPUs in one run, linux 18k; with the gate
  * (and the symmetric wide test below) usched's counters match linux's and
  * its tps is within noise of it (docs/policies.md). */
-static bool usched_llc_busy(usched_pol_ctx_t *ctx, int waker)
+static bool usched_llc_busy(usched_pol_ctx_t *ctx, const struct usched_priv *P, int waker)
 {
     if (waker < 0 || !POL_KNOB(ctx, util_gate)) return false;
     struct usched_pcpu *pc = usched_pol_cpu_state(ctx, waker);
-    const uint64_t *llc = U_MASK(ctx, waker, USCHED_LVL_LLC);
-    int weight = U_WEIGHT(ctx, waker, USCHED_LVL_LLC);
+    const uint64_t *llc = U_MASK(P, waker, USCHED_LVL_LLC);
+    int weight = U_WEIGHT(P, waker, USCHED_LVL_LLC);
     uint32_t x = (uint32_t)((weight - usched_pol_count_idle(ctx, llc)) * 1024 / weight);
     pc->util = pc->util - pc->util / 16 + x;
     return pol_sis_budget(weight, (int)(pc->util / 16)) == 0;
@@ -149,12 +141,12 @@ static bool usched_llc_busy(usched_pol_ctx_t *ctx, int waker)
 
 /* With smt=1: the waker's CPU has a busy sibling while a whole core of its
  * LLC idles, so a hand-off there would run beside a busy sibling. */
-static bool usched_beside_busy(usched_pol_ctx_t *ctx, int cpu)
+static bool usched_beside_busy(usched_pol_ctx_t *ctx, const struct usched_priv *P, int cpu)
 {
-    const uint64_t *core = U_MASK(ctx, cpu, USCHED_LVL_SMT);
+    const uint64_t *core = U_MASK(P, cpu, USCHED_LVL_SMT);
     int others_idle = usched_pol_count_idle(ctx, core) - (usched_pol_cpu_idle(ctx, cpu) ? 1 : 0);
-    return others_idle < U_WEIGHT(ctx, cpu, USCHED_LVL_SMT) - 1 &&
-           usched_pol_find_idle(ctx, U_MASK(ctx, cpu, USCHED_LVL_LLC), cpu, true) >= 0;
+    return others_idle < U_WEIGHT(P, cpu, USCHED_LVL_SMT) - 1 &&
+           usched_pol_find_idle(ctx, U_MASK(P, cpu, USCHED_LVL_LLC), cpu, true) >= 0;
 }
 
 static bool usched_wide(const struct usched_pstate *w, const struct usched_pstate *t, uint32_t factor)
@@ -165,18 +157,18 @@ static bool usched_wide(const struct usched_pstate *w, const struct usched_pstat
 /* Steps 4 and 5: an idle core, then an idle CPU, from the LLC (or the scope,
  * if narrower) outwards to the scope; with `gated`, only an idle core (smt)
  * inside the LLC. Claims it; -1 if none. */
-static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int scope, bool gated,
-                            int *reason)
+static int usched_find_near(usched_pol_ctx_t *ctx, const struct usched_priv *P, int target, bool smt,
+                            int scope, bool gated, int *reason)
 {
     int first = scope < USCHED_LVL_LLC ? scope : USCHED_LVL_LLC;
-    int llc_weight = U_WEIGHT(ctx, target, USCHED_LVL_LLC), searched = 0;
+    int llc_weight = U_WEIGHT(P, target, USCHED_LVL_LLC), searched = 0;
     for (int lvl = first; lvl <= scope; lvl++) {
         /* Groups nest, so a level as large as the last one searched is the
          * same set of CPUs, searched the same way (one LLC is usually the
          * package and the machine too). */
-        int weight = U_WEIGHT(ctx, target, lvl);
+        int weight = U_WEIGHT(P, target, lvl);
         if (weight == searched) continue;
-        const uint64_t *m = U_MASK(ctx, target, lvl);
+        const uint64_t *m = U_MASK(P, target, lvl);
         int cores = smt ? POL_CORE_FIRST : 0;
         /* gated: the LLC, and any wider level that holds only the LLC */
         if (gated && (lvl <= USCHED_LVL_LLC || weight == llc_weight)) {
@@ -193,8 +185,9 @@ static int usched_find_near(usched_pol_ctx_t *ctx, int target, bool smt, int sco
 static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
                               struct usched_select_result *out)
 {
+    const struct usched_priv *P = usched_pol_priv(ctx); /* once per decision */
     int waker = a->waker_cpu, prev = a->task->prev_cpu;
-    bool smt = usched_smt(ctx);
+    bool smt = P->smt_width > 1 && POL_KNOB(ctx, smt);
     bool affine = POL_KNOB(ctx, affine);
     bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
     out->slot = USCHED_SLOT_TAIL;
@@ -221,8 +214,8 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
      * with the fiber's previous CPU (waking prev instead would cost a
      * cross-CPU hand-off and maybe a futex wake per message). The claim
      * makes it take only the first of a batch; the others go by prev. */
-    bool hot_ok = waker >= 0 && !(smt && usched_beside_busy(ctx, waker)); /* (b) below */
-    if (io && hot_ok && (prev < 0 || usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+    bool hot_ok = waker >= 0 && !(smt && usched_beside_busy(ctx, P, waker)); /* (b) below */
+    if (io && hot_ok && (prev < 0 || usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, waker) && usched_pol_claim_idle(ctx, waker)) {
         out->cpu = waker;
         out->reason = USCHED_REASON_LOCAL;
@@ -249,7 +242,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
          * server) - pulling the server to each client's CPU in turn drags
          * it between CPUs and leaves its previous CPU idle; Linux's
          * wake_wide is symmetric too. */
-        uint32_t factor = pol_wide_factor(ctx, U_WEIGHT(ctx, waker, USCHED_LVL_LLC));
+        uint32_t factor = pol_wide_factor(ctx, U_WEIGHT(P, waker, USCHED_LVL_LLC));
         wide = usched_wide(w, t, factor) || usched_wide(t, w, factor);
         pol_record_wakee(&w->flips, a->task->id);
         if (affine && pair && !wide && hot_ok && usched_pol_cpu_load(ctx, waker) <= 1) {
@@ -267,15 +260,15 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
     /* The utilisation gate, for a target in the waker's (busy) LLC: sampled
      * on the wake-ups that get this far (the hand-offs above search
      * nothing). */
-    bool gated = !io && usched_llc_busy(ctx, waker) &&
-                 usched_shared(ctx, target, waker) <= USCHED_LVL_LLC;
+    bool gated = !io && usched_llc_busy(ctx, P, waker) &&
+                 usched_shared(P, target, waker) <= USCHED_LVL_LLC;
 
     /* 3. prev */
-    if (prev >= 0 && !(gated && usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC) &&
+    if (prev >= 0 && !(gated && usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, prev) &&
-        (waker < 0 || io || usched_shared(ctx, prev, waker) <= USCHED_LVL_LLC)) {
+        (waker < 0 || io || usched_shared(P, prev, waker) <= USCHED_LVL_LLC)) {
         bool ok = !smt || usched_pol_core_idle(ctx, prev) ||
-                  usched_pol_find_idle(ctx, U_MASK(ctx, prev, USCHED_LVL_LLC), prev, true) < 0;
+                  usched_pol_find_idle(ctx, U_MASK(P, prev, USCHED_LVL_LLC), prev, true) < 0;
         if (ok && usched_pol_claim_idle(ctx, prev)) {
             out->cpu = prev;
             out->reason = USCHED_REASON_PREV;
@@ -283,7 +276,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         }
     }
     /* 4, 5 */
-    int c = usched_find_near(ctx, target, smt, (int)POL_KNOB(ctx, scope), gated, &out->reason);
+    int c = usched_find_near(ctx, P, target, smt, (int)POL_KNOB(ctx, scope), gated, &out->reason);
     if (c >= 0) {
         out->cpu = c;
         return;
