@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/atomic.h"
+#include "core/desc.h"
 #include "core/fctx.h"
 #include "core/knobs.h"
 #include "core/sched.h"
@@ -68,37 +69,46 @@ struct usched__owaiter {
 };
 
 /*
- * A fiber. The descriptor lives at the top of the fiber's own stack (no
- * separate allocation); it is released when the fiber has exited and, for a
- * joinable fiber, has been joined (refs drops to zero).
+ * A fiber. The descriptor comes from the descriptor pool (desc.c); its stack
+ * is reserved at spawn and its context made when it first runs (sched.c,
+ * first_run). It is released when the fiber has exited and, for a joinable
+ * fiber, has been joined (refs drops to zero).
  */
 struct usched_task {
-    usched__mpsc_node_t node;   /* inbox link: any CPU pushes, owner pops */
-    usched__fctx_t fctx;        /* owner: the worker running it */
-    usched_t *s;
-    void (*fn)(void *);
-    void *arg;
-    uint64_t id;
-    int cpu;                    /* last CPU it ran on (-1: never ran) */
-    int bound;                  /* bound CPU, -1 if free (immutable) */
+    /* ---- the join line: what an exit and its join touch, and the CPU a
+     * thief writes when it starts the fiber, together on the first cache
+     * line, so that a child run elsewhere moves this one line to the thief
+     * and back to the joiner (the rest is read-only after spawn, or written
+     * only by the CPU that runs it) ---- */
     uint32_t magic;             /* USCHED_TASK_MAGIC while alive */
     _Atomic uint32_t refs;      /* exit + join references */
     _Atomic uint32_t joined;    /* set by the first join */
     _Atomic uint32_t jlock;     /* protects done, joiner, owaiter */
     uint32_t done;              /* under jlock */
-    _Atomic uint32_t in_gq;     /* on the global queue: written under gq_lock,
-                                   read relaxed by a joiner (a hint) */
+    int cpu;                    /* last CPU it ran on (-1: never ran) */
     struct usched_task *joiner; /* fiber waiting in join (under jlock) */
     struct usched__owaiter *owaiter; /* outside thread waiting (under jlock) */
+    uint64_t id;
+    int bound;                  /* bound CPU, -1 if free (immutable) */
+    _Atomic uint32_t in_gq;     /* on the global queue: written under gq_lock,
+                                   read relaxed by a joiner (a hint) */
+    usched_t *s;
+    /* ---- written at spawn, read when it runs ---- */
+    void (*fn)(void *);
+    void *arg;
+    usched__stack_t stack;
+    usched__fctx_t fctx;        /* owner: the worker running it */
+    usched__mpsc_node_t node;   /* inbox link: any CPU pushes, owner pops */
     struct usched_task *qnext;  /* global queue / bound list link */
     struct usched_task *link;   /* wait-queue link (owner: the wait queue) */
     void *slot;                 /* blocking primitives' word */
     uint8_t blk;                /* what it is about to block on (USCHED__TBLK_*, trace.h); owner */
-    usched__stack_t stack;
     uint64_t woke_ns, ran_ns, last_ran_ns, run_start_ns;
     uint64_t wake_ns;           /* wake-up latency: when usched__wake placed it, 0 once it ran */
     uint64_t pstate[8] __attribute__((aligned(16))); /* policy per-task state */
 };
+_Static_assert(offsetof(struct usched_task, s) + sizeof(usched_t *) <= 64,
+               "a fiber's join line must fit in one cache line");
 
 /* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
  * each group on lines of its own (asserted below), so that a cross-CPU
@@ -155,6 +165,7 @@ struct usched__wk {
     uint64_t live_credit;                /* counted in s->live ahead (fiber.c, L1-L4) */
     struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
     usched__stack_cache_t stacks;
+    usched__desc_cache_t descs;
     usched__fctx_t host;
     struct usched *s;
     pthread_t thread;

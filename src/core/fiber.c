@@ -1,6 +1,6 @@
 /*
- * The fiber lifecycle: spawn (a descriptor at the top of a fresh stack,
- * placed by place.c), exit (wake the joiner, release the stack), join
+ * The fiber lifecycle: spawn (a descriptor from the pool and a reserved
+ * stack, placed by place.c), exit (wake the joiner, release the stack), join
  * (inline when the child has not started, else block), and waiting for
  * every fiber to finish (usched_wait, usched_destroy).
  */
@@ -13,15 +13,17 @@
 #include "base/export.h"
 #include "core/queue.h"
 
-/* Returns the stack (and descriptor) of a fiber nobody refers to any more. */
+/* Returns the stack and descriptor of a fiber nobody refers to any more. */
 static void task_free(struct usched_task *t)
 {
-    usched__fctx_destroy(&t->fctx);
-    usched__stack_t st = t->stack;
+    /* A fiber that never ran on a worker (joined inline) has no context. */
+    if (t->cpu != -1) usched__fctx_destroy(&t->fctx);
     /* Atomic: a second (wrong) join may read it from another thread. */
     __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
     struct usched__wk *w = usched__self_wk();
-    usched__stack_cache_put(w && w->s == t->s ? &w->stacks : NULL, &st);
+    if (w && w->s != t->s) w = NULL;
+    usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
+    usched__desc_put(w ? &w->descs : NULL, t);
 }
 
 /* Drops one reference; the last one frees the fiber. */
@@ -133,12 +135,19 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
 
     struct usched__wk *w = usched__self_wk();
     if (w && w->s != s) w = NULL;
+    struct usched_task *t;
+    if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)
+        return usched__error(ENOMEM, "spawn: cannot allocate a fiber descriptor");
+    /* The stack is reserved here, so that a spawn fails rather than a
+     * fiber later; the CPU that first runs the fiber may trade it for its
+     * own warmest one (sched.c, first_run), and one joined inline never
+     * touches it. */
     usched__stack_t st;
     int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->stack_size, &st);
-    if (rc < 0) return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
-    /* The descriptor sits at the top of the stack, 64-byte aligned. */
-    uintptr_t top = (uintptr_t)st.lo + st.size;
-    struct usched_task *t = (struct usched_task *)((top - sizeof(struct usched_task)) & ~(uintptr_t)63);
+    if (rc < 0) {
+        usched__desc_put(w ? &w->descs : NULL, t);
+        return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
+    }
     memset(t, 0, sizeof *t);
     t->s = s;
     t->fn = fn;
@@ -150,7 +159,6 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     t->id = next_id(s, w);
     atomic_store_explicit(&t->refs, out ? 2 : 1, memory_order_relaxed);
     if (!out) atomic_store_explicit(&t->joined, 1, memory_order_relaxed);
-    usched__fctx_make(&t->fctx, st.lo, (size_t)((uintptr_t)t - (uintptr_t)st.lo), usched__fiber_entry, t);
     live_add(s, w);
     if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
@@ -267,6 +275,11 @@ void usched__cancel_owaiters(usched_t *s)
  */
 static bool join_take(struct usched__wk *w, struct usched_task *t)
 {
+    /* Started already (a thief ran it): nothing to take, and no scan of
+     * the ring for it - a join in spawn order of children a thief took
+     * would scan the whole ring each time. A child taken but not yet
+     * started still reads -1 and is looked for as before. */
+    if (__atomic_load_n(&t->cpu, __ATOMIC_RELAXED) != -1) return false;
     if (atomic_load_explicit(&w->next, memory_order_relaxed) == t) {
         struct usched_task *exp = t;
         if (atomic_compare_exchange_strong_explicit(&w->next, &exp, NULL, memory_order_acq_rel,

@@ -3,7 +3,8 @@
  *
  * Glossary
  *   fiber (task)  a user-level thread: stack, saved registers, last CPU, bound
- *                 CPU. Its descriptor lives at the top of its own stack.
+ *                 CPU. Its descriptor comes from a pool (desc.c); its stack
+ *                 is reserved at spawn and set up where it first runs.
  *   worker        the OS thread running fibers for one CPU; pinned to it on
  *                 the live machine, unpinned on virtual topologies.
  *   CPU           a dense usched CPU number of the loaded topology.
@@ -99,8 +100,11 @@
  *     every child of a level alive (its stack) before the first one runs,
  *     and a join finds its child already started. The LIFO pop costs the
  *     same one CAS (ring.c, T1-T4).
- *   - Separately allocated descriptors: the descriptor at the top of the
- *     stack saves a malloc/free per spawn and keeps the two together.
+ *   - The descriptor at the top of the fiber's stack (an earlier design):
+ *     it saved an allocation per spawn, but a batch of spawns wrote a fresh
+ *     page per child, and a thief's child pulled its spawner's stack lines
+ *     over; pooled descriptors and stacks set up at first run (desc.c) cost
+ *     two cache pops instead.
  *   - A registry of every fiber: it would put a shared lock on spawn and
  *     exit. Without it, fibers blocked forever when the scheduler is
  *     destroyed cannot be reclaimed; destroy reports them (see api.c).
@@ -666,9 +670,29 @@ static const int migrate_stat[TOPO_NLEVELS] = {
     -1, USCHED_STAT_migrate_l2, USCHED_STAT_migrate_llc,
     USCHED_STAT_migrate_package, USCHED_STAT_migrate_numa, USCHED_STAT_migrate_machine};
 
+/*
+ * A fiber's first run: its context is made here, on the CPU that runs it,
+ * on that CPU's most recently freed stack, whose top is warm in this CPU's
+ * cache; the stack reserved at spawn takes that one's place in the cache.
+ * So a child another CPU took runs without pulling its spawner's stack
+ * lines over, and the spawner's reserved stacks are never touched. The
+ * stacks of one worker all have the scheduler's size.
+ */
+static void first_run(struct usched__wk *w, struct usched_task *t)
+{
+    usched__stack_cache_t *c = &w->stacks;
+    if (c->n) {
+        usched__stack_t warm = c->v[c->n - 1];
+        c->v[c->n - 1] = t->stack;
+        t->stack = warm;
+    }
+    usched__fctx_make(&t->fctx, t->stack.lo, t->stack.size, usched__fiber_entry, t);
+}
+
 /* Makes t the running fiber of w (just before switching to it). */
 static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
+    if (t->cpu == -1) first_run(w, t);
     if (t->cpu != w->cpu && t->cpu >= 0) {
         int l = usched__topo_level_shared(s->topo, t->cpu, w->cpu);
         usched__stat_add(&w->stats, l == TOPO_SMT ? USCHED_STAT_migrate_smt : migrate_stat[l], 1);
@@ -679,7 +703,7 @@ static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
         t->wake_ns = 0;
     }
     USCHED__TRACE(s, w, run, t->id, 0, usched__ring_len(&w->ring) + (unsigned)atomic_load_explicit(&w->inbox_n, memory_order_relaxed), 0);
-    t->cpu = w->cpu;
+    __atomic_store_n(&t->cpu, w->cpu, __ATOMIC_RELAXED); /* a joiner reads it as a hint (join_take) */
     w->cur = t;
     if (s->track_time) {
         t->run_start_ns = usched__now_ns();
@@ -800,6 +824,7 @@ void *usched__worker_main(void *arg)
         finish_prev(s, w);
     }
     usched__stack_cache_drain(&w->stacks);
+    usched__desc_cache_drain(&w->descs);
     usched__stack_thread_fini();
     tls_wk = NULL;
     return NULL;
