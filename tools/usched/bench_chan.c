@@ -74,11 +74,13 @@ static void pingpong_client(void *arg)
     struct pair *p = arg;
     double t0 = bench_now();
     long i;
+    int ok = 1;
     for (i = 0; i < p->limit; i++) {
         if (i % PEER_CHECK_EVERY == 0 && i && p->p->have_duration && bench_now() - t0 >= p->p->duration)
             break;
-        p->ok &= round_trip(p, i);
+        ok &= round_trip(p, i);
     }
+    p->ok = ok;
     p->ns = (bench_now() - t0) * 1e9 / (double)i;
     p->done = i;
     chan_send(p->req, STOP_MSG);
@@ -88,7 +90,9 @@ static void pair_client(void *arg)
 {
     struct pair *p = arg;
     long i = 0;
-    while (!atomic_load_explicit(p->stop, memory_order_relaxed)) p->ok &= round_trip(p, i++);
+    int ok = 1; /* kept local, as the peers do: the pairs' structs share cache lines */
+    while (!atomic_load_explicit(p->stop, memory_order_relaxed)) ok &= round_trip(p, i++);
+    p->ok = ok;
     p->done = i;
     chan_send(p->req, STOP_MSG);
 }
@@ -197,6 +201,8 @@ int bench_pairs(usched_t *s, const struct bench_params *p, struct bench_out *out
 
 static struct peer_row *select_table; /* built once, read-only afterwards */
 
+/* A client's own cache lines (allocated aligned): the servers write row, and
+ * clients on two CPUs must not share a line through their neighbours'. */
 struct select_client {
     usched_chan_t *reply; /* capacity 1: the server never waits on it */
     struct peer_row row;  /* written by a server before it sends on reply */
@@ -205,7 +211,7 @@ struct select_client {
     long done;
     int ok;
     usched_task_t *t;
-};
+} __attribute__((aligned(64)));
 
 struct select_run {
     const struct bench_params *p;
@@ -245,12 +251,16 @@ static void select_client(void *arg)
     struct select_run *r = ((struct select_arg *)arg)->r;
     struct select_client *c = ((struct select_arg *)arg)->c;
     void *m;
+    long done = 0;
+    int ok = 1; /* kept local, as the peers do */
     while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         c->key = peer_select_key(&c->rng);
         if (chan_send(r->req, c) < 0 || chan_recv(c->reply, &m) < 0) break;
-        c->ok &= m == c && peer_select_ok(c->key, &c->row);
-        c->done++;
+        ok &= m == c && peer_select_ok(c->key, &c->row);
+        done++;
     }
+    c->ok &= ok;
+    c->done = done;
 }
 
 static void select_main(void *arg)
@@ -312,7 +322,8 @@ int bench_select(usched_t *s, const struct bench_params *p, struct bench_out *ou
         snprintf(out->err, sizeof out->err, "select: out of memory for the table");
         return -1;
     }
-    r.cs = calloc((size_t)r.nclients, sizeof *r.cs);
+    r.cs = aligned_alloc(64, (size_t)r.nclients * sizeof *r.cs); /* sizeof is a multiple of 64 */
+    if (r.cs) memset(r.cs, 0, (size_t)r.nclients * sizeof *r.cs);
     r.servers = calloc((size_t)r.nservers, sizeof *r.servers);
     if (!r.cs || !r.servers || !(r.req = chan_new((size_t)r.nclients))) {
         free(r.cs);

@@ -56,7 +56,8 @@ static int run_pingpong(void)
 	return peer_result(&opts, t * 1e9 / (double)i, ok);
 }
 
-struct pair {
+// Own cache lines: two pairs on two threads must not share one.
+struct alignas(64) pair {
 	chan req{2}, rep{2};
 	long done = 0;
 	bool ok = true;
@@ -72,8 +73,10 @@ static int run_pairs(void)
 		fs.push_back(start([&p] { echo_server(p.req, p.rep); }));
 		fs.push_back(start([&p, &stop] {
 			long long i = 0;
+			bool ok = true;
 			while (!stop.load(std::memory_order_relaxed))
-				p.ok &= round_trip(p.req, p.rep, i++);
+				ok &= round_trip(p.req, p.rep, i++);
+			p.ok = ok;
 			p.done = i;
 			p.req.push(-1);
 		}));
