@@ -7,8 +7,8 @@
  * Cost when disarmed, i.e. always outside those tests: one relaxed load of a
  * global word per allocation, on paths that are about to call malloc or
  * mmap anyway (never the switch, yield or hand-off paths; a spawn that
- * reuses a cached stack allocates nothing). It is compiled in every build,
- * so the tests exercise the library a user runs.
+ * reuses a cached descriptor and stack allocates nothing). It is compiled
+ * in every build, so the tests exercise the library a user runs.
  *
  * Not covered: allocations made inside hwloc, libc (pthread_create's stack)
  * and the kernel; the policies of src/policy, which see only include/.
