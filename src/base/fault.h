@@ -63,6 +63,13 @@ static inline void *usched__aligned_alloc(size_t align, size_t n)
     return usched__fault_hit() ? NULL : aligned_alloc(align, n);
 }
 
+/* n bytes on cache lines of their own (64-byte aligned, rounded up to whole
+ * lines): for state that CPUs write apart and must not share a line. */
+static inline void *usched__alloc_lines(size_t n)
+{
+    return usched__aligned_alloc(64, (n + 63) & ~(size_t)63);
+}
+
 static inline char *usched__strdup(const char *s)
 {
     return usched__fault_hit() ? NULL : strdup(s);

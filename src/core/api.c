@@ -273,7 +273,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
         goto fail;
     }
     for (int c = 0; c < s->ncpus; c++) {
-        struct usched__wk *w = usched__aligned_alloc(64, (sizeof *w + 63) & ~(size_t)63);
+        struct usched__wk *w = usched__alloc_lines(sizeof *w);
         if (!w) {
             rc = -ENOMEM;
             goto fail;
@@ -289,12 +289,11 @@ USCHED_EXPORT int usched_start(usched_t *s)
         usched__timers_init(&w->timers);
         if (s->ops->cpu_state_size) {
             /* Whole cache lines, so that two CPUs' states share none. */
-            size_t bytes = (s->ops->cpu_state_size + 63) & ~(size_t)63;
-            if (!(w->pol_state = usched__aligned_alloc(64, bytes))) {
+            if (!(w->pol_state = usched__alloc_lines(s->ops->cpu_state_size))) {
                 rc = -ENOMEM;
                 goto fail;
             }
-            memset(w->pol_state, 0, bytes);
+            memset(w->pol_state, 0, s->ops->cpu_state_size);
         }
     }
     if (s->ops->init && (rc = s->ops->init(&s->pol)) < 0) {

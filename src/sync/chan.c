@@ -46,7 +46,6 @@ struct usched_chan {
     void **ring;  /* cap slots */
 };
 
-#define CHAN_LINES(n) (((n) + 63) & ~(size_t)63) /* bytes rounded up to cache lines */
 #define CHAN_LOCK(c) usched__wq_lock(&(c)->recvq)
 #define CHAN_UNLOCK(c) usched__wq_unlock(&(c)->recvq)
 
@@ -65,11 +64,11 @@ USCHED_EXPORT int usched_chan_create(usched_chan_t **out, size_t capacity)
      * fibers on different CPUs use must share no line (adjacent channels
      * from calloc put two pairs' locks on one line, and pairs on two CPUs
      * ran at less than half of one pair's speed). */
-    usched_chan_t *c = usched__aligned_alloc(64, CHAN_LINES(sizeof *c));
+    usched_chan_t *c = usched__alloc_lines(sizeof *c);
     if (!c) return usched__error(ENOMEM, "chan_create: out of memory");
     memset(c, 0, sizeof *c);
     if (capacity) {
-        c->ring = usched__aligned_alloc(64, CHAN_LINES(capacity * sizeof *c->ring));
+        c->ring = usched__alloc_lines(capacity * sizeof *c->ring);
         if (!c->ring) {
             free(c);
             return usched__error(ENOMEM, "chan_create: no memory for %zu slots", capacity);
