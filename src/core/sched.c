@@ -680,12 +680,7 @@ static const int migrate_stat[TOPO_NLEVELS] = {
  */
 static void first_run(struct usched__wk *w, struct usched_task *t)
 {
-    usched__stack_cache_t *c = &w->stacks;
-    if (c->n) {
-        usched__stack_t warm = c->v[c->n - 1];
-        c->v[c->n - 1] = t->stack;
-        t->stack = warm;
-    }
+    usched__stack_cache_trade(&w->stacks, &t->stack);
     usched__fctx_make(&t->fctx, t->stack.lo, t->stack.size, usched__fiber_entry, t);
 }
 

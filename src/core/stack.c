@@ -662,6 +662,14 @@ void usched__stack_cache_put(usched__stack_cache_t *c, const usched__stack_t *st
     c->v[c->n++] = *st;
 }
 
+void usched__stack_cache_trade(usched__stack_cache_t *c, usched__stack_t *st)
+{
+    if (!c->n) return;
+    usched__stack_t warm = c->v[c->n - 1];
+    c->v[c->n - 1] = *st;
+    *st = warm;
+}
+
 void usched__stack_cache_drain(usched__stack_cache_t *c)
 {
     usched__stack_free_many(c->v, c->n);

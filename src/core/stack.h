@@ -43,6 +43,10 @@ typedef struct usched__stack_cache {
 int usched__stack_cache_get(usched__stack_cache_t *c, size_t size, usched__stack_t *out);
 /* Returns a stack to cache c (c NULL: to the pool). */
 void usched__stack_cache_put(usched__stack_cache_t *c, const usched__stack_t *st);
+/* Trades *st for the stack cache c freed last (its top is the warmest in this
+ * CPU's cache): *st takes that one's place. No change when c is empty. The
+ * two must have the same size. */
+void usched__stack_cache_trade(usched__stack_cache_t *c, usched__stack_t *st);
 /* Returns every stack of cache c to the pool. */
 void usched__stack_cache_drain(usched__stack_cache_t *c);
 
