@@ -11,8 +11,8 @@
  * inline never touches a stack at all.
  *
  * The pool is process-wide, as the stack pool is: one LIFO array under a
- * mutex, whose capacity is grown before each new chunk so that returning a
- * descriptor never allocates. Chunks are never freed: a descriptor may be
+ * mutex, whose length is kept at least the number of descriptors ever made
+ * (grown before each new chunk), so that returning one never allocates. Chunks are never freed: a descriptor may be
  * read after its fiber is gone (a second, wrong join reads its magic), so
  * its memory must stay mapped, and schedulers created later reuse it.
  * Workers keep a cache in front (desc.h); a descriptor freed on another CPU
@@ -29,18 +29,25 @@
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct usched_task **pool_v; /* free descriptors, LIFO */
-static size_t pool_n, pool_cap;     /* pool_cap: every descriptor ever made */
+static size_t pool_n, pool_made;    /* pool_made: every descriptor ever made */
+static size_t pool_room;            /* pool_v's length, >= pool_made */
 
-/* Under pool_lock: a new chunk onto the pool; 0 or -ENOMEM. */
+/* Under pool_lock: a new chunk onto the pool; 0 or -ENOMEM. The array
+ * doubles, so a million descriptors cost a few dozen reallocations, not
+ * one per chunk. */
 static int pool_grow(void)
 {
-    struct usched_task **v = usched__realloc(pool_v, (pool_cap + DESC_CHUNK) * sizeof *v);
-    if (!v) return -ENOMEM;
-    pool_v = v;
-    struct usched_task *chunk = usched__aligned_alloc(64, DESC_CHUNK * sizeof *chunk);
-    if (!chunk) return -ENOMEM; /* the larger array stays: harmless */
+    if (pool_made + DESC_CHUNK > pool_room) {
+        size_t room = pool_room ? 2 * pool_room : 16 * DESC_CHUNK;
+        struct usched_task **v = usched__realloc(pool_v, room * sizeof *v);
+        if (!v) return -ENOMEM;
+        pool_v = v;
+        pool_room = room;
+    }
+    struct usched_task *chunk = usched__alloc_lines(DESC_CHUNK * sizeof *chunk);
+    if (!chunk) return -ENOMEM;
     memset(chunk, 0, DESC_CHUNK * sizeof *chunk);
-    pool_cap += DESC_CHUNK;
+    pool_made += DESC_CHUNK;
     for (size_t i = DESC_CHUNK; i-- > 0;) pool_v[pool_n++] = &chunk[i];
     return 0;
 }
