@@ -123,8 +123,10 @@ struct usched__wk {
     _Atomic uint32_t inbox_lock;
 
     /* ---- owner writes, others read (policies, thieves) ---- */
-    /* next slot: owner exchanges; thieves CAS it away on their last pass */
+    /* next slot: owner puts and takes (N1-N4, queue.h); thieves and the
+     * monitor CAS it away (usched__wk_next_steal) */
     struct usched_task *_Atomic next __attribute__((aligned(64)));
+    _Atomic uint32_t next_owner;         /* N1: 1 while the owner works on `next` without a lock */
     _Atomic uint32_t nbound;             /* owner writes, anyone reads */
     /* Scheduling points (monitor.c, S1-S2): odd from the start of a switch
      * (leave) until the context switched to has finished the fiber that left
@@ -143,6 +145,7 @@ struct usched__wk {
      * a hint for spinning and placement, never needed for correctness). */
     _Atomic uint32_t contended;
     _Atomic int32_t tid; /* the worker's thread id: written once by it, read by the monitor */
+    _Atomic uint32_t next_thief; /* N2: 1 while a thief or the monitor takes `next` (queue.c) */
 
     /* ---- owner only ---- */
     struct usched_task *bound_head __attribute__((aligned(64)));
@@ -186,6 +189,8 @@ _Static_assert(WK_LINE(inbox_n) != WK_LINE(current) && WK_LINE(inbox_n) != WK_LI
                "usched__wk: inbox_n shares a line with owner-written fields");
 _Static_assert(WK_LINE(state) != WK_LINE(current) && WK_LINE(state) != WK_LINE(bound_head),
                "usched__wk: the parking state shares a line with owner-written fields");
+_Static_assert(WK_LINE(next_thief) == WK_LINE(state) && WK_LINE(next_owner) == WK_LINE(next),
+               "usched__wk: next_thief is written by thieves, next_owner by the owner");
 _Static_assert(WK_LINE(timers) != WK_LINE(thread_started) && WK_LINE(timers) != WK_LINE(stats),
                "usched__wk: the timer lock shares a line with owner-only fields");
 _Static_assert(WK_LINE(next) == WK_LINE(cur_ran_ns) && WK_LINE(next) != WK_LINE(inbox_n),
@@ -218,6 +223,7 @@ struct usched {
     void *pol_priv;
     bool track_time;   /* USCHED_OPS_TRACK_TIME: keep run times */
     bool yield_shared; /* USCHED_OPS_SHARED_RQ: a yield requeues on the global queue */
+    bool next_asym;    /* membarrier registered: owners touch their next slot lock-free (N1-N4) */
     bool pol_steals;   /* idle CPUs may steal (more than one CPU, no NO_STEAL or SHARED_RQ) */
     bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
     bool tracing;      /* trace events are recorded (trace.h): set before the workers start */

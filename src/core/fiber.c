@@ -281,9 +281,7 @@ static bool join_take(struct usched__wk *w, struct usched_task *t)
      * started still reads -1 and is looked for as before. */
     if (__atomic_load_n(&t->cpu, __ATOMIC_RELAXED) != -1) return false;
     if (atomic_load_explicit(&w->next, memory_order_relaxed) == t) {
-        struct usched_task *exp = t;
-        if (atomic_compare_exchange_strong_explicit(&w->next, &exp, NULL, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
+        if (usched__wk_next_take_if(t->s, w, t)) {
             if (t->cpu == -1) return true;
             /* It ran already (woken back into the next slot): it resumes on
              * its own stack, not here. The slot was ours and is empty again. */

@@ -210,7 +210,7 @@ static unsigned move_queues(usched_t *s, struct usched__wk *w, bool steals)
     struct usched_task *t = NULL;
     if (steals) goto out;
     t = atomic_load_explicit(&w->next, memory_order_acquire);
-    if (t && atomic_compare_exchange_strong(&w->next, &t, NULL)) {
+    if (t && usched__wk_next_steal(s, w, t)) {
         if (t->bound >= 0)
             usched__wk_inbox_put(s, NULL, t, t->bound); /* bound: back home */
         else

@@ -1,4 +1,9 @@
 /* The global queue's locked half (the inline half is in core/queue.h). */
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "core/queue.h"
 
 void usched__gq_push_many(struct usched *s, struct usched_task **v, unsigned n)
@@ -47,4 +52,34 @@ struct usched_task *usched__gq_pop_locked(struct usched *s)
     struct usched_task *t = s->gq_head ? gq_unlink_head(s) : NULL;
     pthread_mutex_unlock(&s->gq_lock);
     return t;
+}
+
+/* ---- the next slot's rare side (N2-N4, core/queue.h) ---------------------- */
+
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+void usched__next_asym_init(struct usched *s)
+{
+    /* Registration is per process and may be repeated. USCHED_NO_MEMBARRIER
+     * (any value) keeps the locked protocol, for comparison and for
+     * sandboxes that allow the syscall but slow it down. */
+    long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+    s->next_asym = !getenv("USCHED_NO_MEMBARRIER") && cmds > 0 &&
+                   (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                   membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+bool usched__wk_next_steal(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    if (!s->next_asym) return atomic_compare_exchange_strong(&w->next, &t, NULL);
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong(&w->next_thief, &zero, 1)) return false; /* N2 */
+    bool ok = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 &&            /* N3 */
+              !atomic_load_explicit(&w->next_owner, memory_order_acquire) &&  /* N4 */
+              atomic_compare_exchange_strong(&w->next, &t, NULL);
+    atomic_store_explicit(&w->next_thief, 0, memory_order_release);
+    return ok;
 }

@@ -88,6 +88,73 @@ static inline void usched__wk_queue_oldest(struct usched *s, struct usched__wk *
         usched__wk_ring_put(s, w, t); /* alone (same order, no CAS) or full */
 }
 
+/*
+ * The next slot without a locked instruction on the owner's side. The owner
+ * takes from its slot on every switch and displaces into it on every spawn;
+ * others take from it rarely (a thief's last pass after a 3 us back-off, the
+ * monitor serving a stalled CPU). So the rare side pays for the fence
+ * (an asymmetric Dekker, as userspace RCU does with membarrier):
+ *  N1. the owner stores next_owner = 1, then (a compiler barrier only)
+ *      loads next_thief; if that is 0 it reads and writes `next` with plain
+ *      loads and stores, and ends with a release store of next_owner = 0.
+ *      Otherwise it clears next_owner and uses the locked exchange or CAS.
+ *  N2. a taker CASes next_thief 0 -> 1 (one taker per slot at a time);
+ *  N3. then calls membarrier(PRIVATE_EXPEDITED): every thread of the process
+ *      that is running executes a full fence, so either the owner's store of
+ *      N1 is visible now, or its load of next_thief comes after the fence
+ *      and sees 1;
+ *  N4. it takes the fiber (CAS) only if it then reads next_owner == 0, and
+ *      clears next_thief (release). A taker that sees 1 gives up this time.
+ * So the owner's plain accesses and a taker's CAS never overlap. Without
+ * membarrier (old kernels, seccomp), next_asym is false: the owner uses
+ * the exchange and takers a plain CAS, as before.
+ */
+static inline bool usched__wk_next_enter(struct usched *s, struct usched__wk *w)
+{
+    if (!s->next_asym) return false;
+    atomic_store_explicit(&w->next_owner, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* N1: a taker's membarrier is the fence */
+    if (!atomic_load_explicit(&w->next_thief, memory_order_acquire)) return true;
+    atomic_store_explicit(&w->next_owner, 0, memory_order_relaxed);
+    return false;
+}
+
+static inline void usched__wk_next_leave(struct usched__wk *w)
+{
+    atomic_store_explicit(&w->next_owner, 0, memory_order_release);
+}
+
+/* Owner: puts t (or NULL) into the next slot; returns what was there. */
+static inline struct usched_task *usched__wk_next_swap(struct usched *s, struct usched__wk *w,
+                                                       struct usched_task *t)
+{
+    if (!usched__wk_next_enter(s, w)) return atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
+    struct usched_task *old = atomic_load_explicit(&w->next, memory_order_relaxed);
+    atomic_store_explicit(&w->next, t, memory_order_release);
+    usched__wk_next_leave(w);
+    return old;
+}
+
+/* Owner: takes t out of the next slot if it is there. */
+static inline bool usched__wk_next_take_if(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    if (!usched__wk_next_enter(s, w)) {
+        struct usched_task *exp = t;
+        return atomic_compare_exchange_strong_explicit(&w->next, &exp, NULL, memory_order_acq_rel,
+                                                       memory_order_relaxed);
+    }
+    bool ok = atomic_load_explicit(&w->next, memory_order_relaxed) == t;
+    if (ok) atomic_store_explicit(&w->next, NULL, memory_order_relaxed);
+    usched__wk_next_leave(w);
+    return ok;
+}
+
+/* Any thread but the owner: takes t out of w's next slot if it is still
+ * there (N2-N4; queue.c). False also when the owner was at its slot. */
+bool usched__wk_next_steal(struct usched *s, struct usched__wk *w, struct usched_task *t);
+/* At start: registers for membarrier and sets s->next_asym (queue.c). */
+void usched__next_asym_init(struct usched *s);
+
 /* Owner: queue t locally at `slot`. Returns true when a fiber other CPUs may
  * steal landed in the ring (then an idle CPU should look). */
 static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, struct usched_task *t,
@@ -102,7 +169,7 @@ static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, 
             atomic_store_explicit(&w->next, t, memory_order_release);
             return false;
         }
-        old = atomic_exchange_explicit(&w->next, t, memory_order_acq_rel);
+        old = usched__wk_next_swap(s, w, t);
         if (!old) return false;
         t = old; /* the displaced fiber goes to the tail */
     }

@@ -282,7 +282,7 @@ static struct usched_task *find_local(usched_t *s, struct usched__wk *w)
     if (w->tick % USCHED_GLOBAL_EVERY == 0 && (t = gq_pull(s, w))) return t;
     if (atomic_load_explicit(&w->next, memory_order_relaxed)) {
         uint32_t cap = (uint32_t)usched__knob_get(&s->knobs, USCHED_KNOB_next_cap);
-        t = atomic_exchange_explicit(&w->next, NULL, memory_order_acq_rel);
+        t = usched__wk_next_swap(s, w, NULL);
         if (t) {
             /* Past the cap with nothing else queued here, demoting would
              * only pop it back (a ring push and a CAS for nothing). */
@@ -451,7 +451,7 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
                  * (Go's runqgrab sleeps 3 us before taking a runnext). */
                 uint64_t until = usched__now_ns() + 3000;
                 while (usched__now_ns() < until) usched__cpu_relax();
-                if (atomic_compare_exchange_strong(&vw->next, &t, NULL)) {
+                if (usched__wk_next_steal(s, vw, t)) {
                     if (t->bound < 0) {
                         USCHED__TRACE(s, w, steal, t->id, 1, v, level);
                         stolen(s, w);
