@@ -64,12 +64,23 @@ struct usched_topo_cpu {
     const uint64_t *mask[USCHED_NLEVELS];
     int weight[USCHED_NLEVELS];
     int group[USCHED_NLEVELS];
+    uint32_t llc_inv; /* (1024 << 16) / the LLC's weight (usched_busy_share) */
 };
 
 struct usched_priv {
     int smt_width;
     struct usched_topo_cpu cpu[];
 };
+
+/* The gate's busy share (0..1024) of `busy` CPUs of an LLC, without a
+ * division on every wake-up (an idiv was the largest cost of the gate in
+ * `usched bench select`'s profile): inv = (1024 << 16) / weight, read from
+ * the table; within one unit of busy * 1024 / weight for any LLC below
+ * 65,536 CPUs. */
+static inline uint32_t usched_busy_share(int busy, uint32_t inv)
+{
+    return ((uint32_t)busy * inv + 0xffffu) >> 16;
+}
 
 static int usched_init(usched_pol_ctx_t *ctx)
 {
@@ -83,6 +94,10 @@ static int usched_init(usched_pol_ctx_t *ctx)
             p->cpu[c].mask[l] = pol_mask(ctx, c, l);
             p->cpu[c].weight[l] = pol_weight(ctx, c, l);
         }
+    for (int c = 0; c < n; c++) {
+        int w = p->cpu[c].weight[USCHED_LVL_LLC];
+        p->cpu[c].llc_inv = (1024u << 16) / (uint32_t)(w > 0 ? w : 1);
+    }
     usched_pol_set_priv(ctx, p);
     return 0;
 }
@@ -134,7 +149,7 @@ static bool usched_llc_busy(usched_pol_ctx_t *ctx, const struct usched_priv *P, 
     struct usched_pcpu *pc = usched_pol_cpu_state(ctx, waker);
     const uint64_t *llc = U_MASK(P, waker, USCHED_LVL_LLC);
     int weight = U_WEIGHT(P, waker, USCHED_LVL_LLC);
-    uint32_t x = (uint32_t)((weight - usched_pol_count_idle(ctx, llc)) * 1024 / weight);
+    uint32_t x = usched_busy_share(weight - usched_pol_count_idle(ctx, llc), P->cpu[waker].llc_inv);
     pc->util = pc->util - pc->util / 16 + x;
     return pol_sis_budget(weight, (int)(pc->util / 16)) == 0;
 }
@@ -285,7 +300,9 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
      * more than one (ULE's hysteresis): a cross-CPU hand-off costs cache
      * line transfers and an inbox push, more than a short queue. */
     int other = prev >= 0 ? prev : target;
-    out->cpu = usched_pol_cpu_load(ctx, other) + 1 < usched_pol_cpu_load(ctx, target) ? other : target;
+    out->cpu = other != target && usched_pol_cpu_load(ctx, other) + 1 < usched_pol_cpu_load(ctx, target)
+                   ? other
+                   : target; /* one CPU: no queue lengths to read */
     out->reason = out->cpu == waker ? USCHED_REASON_LOCAL : USCHED_REASON_STACKED;
 }
 
