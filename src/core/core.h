@@ -74,6 +74,14 @@ struct usched__owaiter {
  * first_run). It is released when the fiber has exited and, for a joinable
  * fiber, has been joined (refs drops to zero).
  */
+/* A fiber's join state (struct usched_task.jstate; fiber.c, J1-J5). */
+enum {
+    USCHED__J_JOINED = 1u,   /* a join has begun (or the fiber is detached) */
+    USCHED__J_DONE = 2u,     /* the fiber has exited */
+    USCHED__J_WAIT = 4u,     /* a joiner waits: joiner or owaiter is set */
+    USCHED__J_DETACHED = 8u, /* spawned without a handle: its exit frees it */
+};
+
 struct usched_task {
     /* ---- the join line: what an exit and its join touch, and the CPU a
      * thief writes when it starts the fiber, together on the first cache
@@ -81,34 +89,37 @@ struct usched_task {
      * and back to the joiner (the rest is read-only after spawn, or written
      * only by the CPU that runs it) ---- */
     uint32_t magic;             /* USCHED_TASK_MAGIC while alive */
-    _Atomic uint32_t refs;      /* exit + join references */
-    _Atomic uint32_t joined;    /* set by the first join */
-    _Atomic uint32_t jlock;     /* protects done, joiner, owaiter */
-    uint32_t done;              /* under jlock */
+    _Atomic uint32_t jstate;    /* USCHED__J_* bits: the join protocol (fiber.c, J1-J5) */
     int cpu;                    /* last CPU it ran on (-1: never ran) */
-    struct usched_task *joiner; /* fiber waiting in join (under jlock) */
-    struct usched__owaiter *owaiter; /* outside thread waiting (under jlock) */
+    struct usched_task *joiner; /* fiber waiting in join: written before USCHED__J_WAIT is set */
+    struct usched__owaiter *owaiter; /* outside thread waiting: likewise */
     uint64_t id;
     int bound;                  /* bound CPU, -1 if free (immutable) */
     _Atomic uint32_t in_gq;     /* on the global queue: written under gq_lock,
                                    read relaxed by a joiner (a hint) */
     usched_t *s;
-    /* ---- written at spawn, read when it runs ---- */
+    /* ---- written at spawn (spawn() writes these lines field by field, not
+     * with a memset of the whole descriptor: a batch of spawns then writes
+     * three lines per child, not five) ---- */
     void (*fn)(void *);
     void *arg;
     usched__stack_t stack;
-    usched__fctx_t fctx;        /* owner: the worker running it */
+    uint64_t woke_ns, ran_ns, last_ran_ns; /* run times (USCHED_OPS_TRACK_TIME), read by the policy */
+    uint64_t wake_ns;           /* wake-up latency: when usched__wake placed it, 0 once it ran */
+    uint64_t pstate[8] __attribute__((aligned(16))); /* policy per-task state: its first
+                                                         task_state_size bytes zeroed at spawn */
+    /* ---- written before they are read, never at spawn ---- */
+    uint64_t run_start_ns;      /* prologue, with time tracking */
     usched__mpsc_node_t node;   /* inbox link: any CPU pushes, owner pops */
     struct usched_task *qnext;  /* global queue / bound list link */
     struct usched_task *link;   /* wait-queue link (owner: the wait queue) */
-    void *slot;                 /* blocking primitives' word */
     uint8_t blk;                /* what it is about to block on (USCHED__TBLK_*, trace.h); owner */
-    uint64_t woke_ns, ran_ns, last_ran_ns, run_start_ns;
-    uint64_t wake_ns;           /* wake-up latency: when usched__wake placed it, 0 once it ran */
-    uint64_t pstate[8] __attribute__((aligned(16))); /* policy per-task state */
+    usched__fctx_t fctx;        /* made at first run (sched.c, first_run); owner: the worker running it */
 };
 _Static_assert(offsetof(struct usched_task, s) + sizeof(usched_t *) <= 64,
                "a fiber's join line must fit in one cache line");
+_Static_assert(offsetof(struct usched_task, pstate) + 32 <= 192,
+               "what a spawn writes must fit in a descriptor's first three cache lines");
 
 /* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
  * each group on lines of its own (asserted below), so that a cross-CPU

@@ -26,11 +26,30 @@ static void task_free(struct usched_task *t)
     usched__desc_put(w ? &w->descs : NULL, t);
 }
 
-/* Drops one reference; the last one frees the fiber. */
-static void task_release(struct usched_task *t)
-{
-    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) task_free(t);
-}
+/*
+ * The join protocol: one atomic word (jstate, USCHED__J_* in core.h) in place
+ * of a reference count, a joined flag and a lock - one locked instruction on
+ * each side (an exit's fetch-or, a join's CAS), where the lock cost five on
+ * a child that a thief ran and its spawner joined.
+ *   J1. spawn: 0, or JOINED|DETACHED without a handle (no join can begin).
+ *   J2. join: CAS sets JOINED (a second join sees it and fails). If DONE was
+ *       set, the child has exited: the joiner frees it. Otherwise the join
+ *       may run it inline (it never started: no exit will come), else it
+ *       writes joiner (or owaiter) and then sets WAIT with a fetch-or - for
+ *       a fiber only once it is switched out (the block's `after` step), so
+ *       that the exit's wake-up cannot come before it is off its stack.
+ *   J3. exit: fetch-or DONE (acq_rel: the fiber's effects happen before the
+ *       joiner's acquire of DONE). Old value DETACHED: the exit frees it.
+ *       WAIT: it wakes the joiner, and the joiner frees it. Neither: the
+ *       joiner that comes frees it (J2 or J4 sees DONE).
+ *   J4. WAIT set by a fetch-or whose old value had DONE: the exit came
+ *       first and did not see WAIT, so nobody will wake the joiner; it does
+ *       not wait (a fiber is woken by its own `after` step).
+ *   J5. Exactly one side frees: the exit only for a detached fiber (no
+ *       joiner ever touches it), the joiner otherwise, after it saw DONE.
+ *       The exit touches the descriptor last at its fetch-or (it reads
+ *       joiner and owaiter before, once WAIT is seen, after it).
+ */
 
 /*
  * The live count without a shared read-modify-write per spawn and exit.
@@ -95,17 +114,19 @@ void usched__live_flush(usched_t *s, struct usched__wk *w) /* L3 */
 void usched__fiber_exit(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
     usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
-    usched__spin_lock(&t->jlock);
-    t->done = 1;
-    struct usched_task *j = t->joiner;
-    struct usched__owaiter *ow = t->owaiter;
-    usched__spin_unlock(&t->jlock);
-    if (j) usched__wake(j, USCHED__WAKE_SYNC | USCHED__WAKE_EXIT); /* a hand-off: this fiber is gone */
-    if (ow) {
-        atomic_store_explicit(&ow->done, 1, memory_order_release);
-        usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
+    uint32_t old = atomic_fetch_or_explicit(&t->jstate, USCHED__J_DONE, memory_order_acq_rel); /* J3 */
+    if (old & USCHED__J_DETACHED) {
+        task_free(t);
+    } else if (old & USCHED__J_WAIT) {
+        /* The joiner frees t once woken (J5): read what is needed first. */
+        struct usched_task *j = t->joiner;
+        struct usched__owaiter *ow = t->owaiter;
+        if (j) usched__wake(j, USCHED__WAKE_SYNC | USCHED__WAKE_EXIT); /* a hand-off: this fiber is gone */
+        if (ow) {
+            atomic_store_explicit(&ow->done, 1, memory_order_release);
+            usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
+        }
     }
-    task_release(t);
     live_done(s, w);
 }
 
@@ -148,17 +169,21 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
         usched__desc_put(w ? &w->descs : NULL, t);
         return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
     }
-    memset(t, 0, sizeof *t);
+    /* Field by field (core.h): the join line whole, then what is read
+     * before it is written; the context, the links and the rest are
+     * written where they are first used. */
+    memset(t, 0, offsetof(struct usched_task, fn));
     t->s = s;
     t->fn = fn;
     t->arg = arg;
     t->stack = st;
+    t->woke_ns = t->ran_ns = t->last_ran_ns = t->wake_ns = 0;
+    memset(t->pstate, 0, s->ops->task_state_size);
     t->cpu = -1;
     t->bound = bound;
     __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
     t->id = next_id(s, w);
-    atomic_store_explicit(&t->refs, out ? 2 : 1, memory_order_relaxed);
-    if (!out) atomic_store_explicit(&t->joined, 1, memory_order_relaxed);
+    if (!out) atomic_store_explicit(&t->jstate, USCHED__J_JOINED | USCHED__J_DETACHED, memory_order_relaxed); /* J1 */
     live_add(s, w);
     if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
@@ -207,19 +232,19 @@ USCHED_EXPORT uint64_t usched_self_id(void)
 }
 
 
-void **usched__task_slot(usched_task_t *t)
-{
-    return &t->slot;
-}
-
 usched_task_t **usched__task_link(usched_task_t *t)
 {
     return &t->link;
 }
 
-static void unlock_jlock(void *arg)
+/* J2, J4 for a fiber joiner, once it is switched out (the block's `after`
+ * step, on its worker): publish the wait; if the child exited meanwhile,
+ * nobody else will wake the joiner. */
+static void join_arm(void *arg)
 {
-    usched__spin_unlock(&((struct usched_task *)arg)->jlock);
+    struct usched_task *t = arg;
+    if (atomic_fetch_or_explicit(&t->jstate, USCHED__J_WAIT, memory_order_acq_rel) & USCHED__J_DONE)
+        usched__wake(t->joiner, USCHED__WAKE_SYNC | USCHED__WAKE_EXIT);
 }
 
 /* Outside joiners are listed so that destroy can cancel them (-ECANCELED)
@@ -319,9 +344,8 @@ static bool join_inline(struct usched__wk *w, struct usched_task *t)
     w = usched__self_wk(); /* the joiner may have moved while fn blocked */
     usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
     usched__stat_add(&w->stats, USCHED_STAT_joins_inline, 1);
-    t->done = 1; /* nobody else looks: the join is ours and no worker has it */
-    /* No exit will come and the joiner's reference is the last: free it
-     * without the atomic decrement (one locked instruction less). */
+    /* No exit will come (it never started on a worker): the join frees it
+     * (J5), with no atomic step. */
     task_free(t);
     live_done(s, w);
     return true;
@@ -334,31 +358,38 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         return usched__error(EINVAL, "join: not a live task (joined already, or detached and finished)");
     struct usched__wk *w = usched__self_wk();
     if (w && w->cur == t) return usched__error(EDEADLK, "join: a fiber cannot join itself");
-    if (atomic_exchange_explicit(&t->joined, 1, memory_order_acq_rel))
-        return usched__error(EINVAL, "join: task %llu is detached or joined already",
-                             (unsigned long long)t->id);
+    uint32_t st = atomic_load_explicit(&t->jstate, memory_order_relaxed);
+    do {
+        if (st & USCHED__J_JOINED)
+            return usched__error(EINVAL, "join: task %llu is detached or joined already",
+                                 (unsigned long long)t->id);
+    } while (!atomic_compare_exchange_weak_explicit(&t->jstate, &st, st | USCHED__J_JOINED,
+                                                    memory_order_acq_rel, memory_order_relaxed)); /* J2 */
+    if (st & USCHED__J_DONE) {
+        task_free(t); /* exited before the join (J5) */
+        return 0;
+    }
     if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
-    usched__spin_lock(&t->jlock);
     int result = 0;
-    if (t->done) {
-        usched__spin_unlock(&t->jlock);
-    } else if (w && w->cur) {
+    if (w && w->cur) {
         t->joiner = w->cur;
         usched__stat_add(&w->stats, USCHED_STAT_blocks, 1);
-        usched__block_on(USCHED__TBLK_join, unlock_jlock, t);
+        usched__block_on(USCHED__TBLK_join, join_arm, t); /* J2: WAIT set once switched out */
     } else {
         struct usched__owaiter ow = {.done = 0, .result = 0};
         usched_t *s = t->s;
         owaiter_link(s, &ow);
         t->owaiter = &ow;
-        usched__spin_unlock(&t->jlock);
+        if (atomic_fetch_or_explicit(&t->jstate, USCHED__J_WAIT, memory_order_acq_rel) & USCHED__J_DONE) {
+            atomic_store_explicit(&ow.done, 1, memory_order_relaxed); /* J4: it exited meanwhile */
+        }
         while (!atomic_load_explicit(&ow.done, memory_order_acquire))
             usched__futex(&ow.done, FUTEX_WAIT, 0, NULL);
         result = ow.result;
         /* Cancelled waiters were unlinked by destroy, which may have freed s. */
         if (result == 0) owaiter_unlink(s, &ow);
     }
-    if (result == 0) task_release(t);
+    if (result == 0) task_free(t); /* J5 */
     return result;
 }
 

@@ -8,7 +8,7 @@
  *   worker        the OS thread running fibers for one CPU; pinned to it on
  *                 the live machine, unpinned on virtual topologies.
  *   CPU           a dense usched CPU number of the loaded topology.
- *   run queue     the CPU's 256-slot ring (the owner pushes and pops at the
+ *   run queue     the CPU's 1024-slot ring (the owner pushes and pops at the
  *                 tail, newest first; thieves take the oldest half) plus its
  *                 next slot and, for bound fibers, an owner-only list.
  *   inbox         the CPU's MPSC list: other CPUs hand it fibers there.

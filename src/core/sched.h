@@ -45,9 +45,6 @@ enum {
  * (timers, the I/O poller) and outside threads. */
 void usched__wake(usched_task_t *t, unsigned flags);
 
-/* Per-fiber word for the blocking primitives (e.g. a wake reason, a message
- * slot pointer). Owned by whoever holds the fiber blocked. */
-void **usched__task_slot(usched_task_t *t);
 /* Intrusive link for wait queues (owned by the wait queue holding it). */
 usched_task_t **usched__task_link(usched_task_t *t);
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define USCHED_CACHELINE 64
-#define RQ_RING_SIZE 256u /* power of two */
+#define RQ_RING_SIZE 1024u /* power of two */
 
 /* Reports a broken invariant (a caller's bug) on stderr and aborts. */
 void usched__rq_throw(const char *fmt, ...)

@@ -125,7 +125,7 @@ static void inline_parent(void *arg)
 
 /* More children than the ring holds: the oldest spill to the global queue
  * in order, and joins in spawn order take them from its head. */
-#define NMANY 600
+#define NMANY 2400 /* over twice the ring's 1024 slots */
 
 static struct child many[NMANY];
 
