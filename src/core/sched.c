@@ -451,6 +451,15 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
                  * (Go's runqgrab sleeps 3 us before taking a runnext). */
                 uint64_t until = usched__now_ns() + 3000;
                 while (usched__now_ns() < until) usched__cpu_relax();
+                /* Another fiber in the slot now: its owner is cycling
+                 * through it (a spawner displacing each child into its
+                 * ring, where the next steal finds them), so no fiber is
+                 * stranded there, and the take's membarrier - an IPI to
+                 * every CPU of the process - would buy nothing. */
+                if (atomic_load_explicit(&vw->next, memory_order_relaxed) != t) {
+                    usched__stat_add(&w->stats, USCHED_STAT_steal_next_moved, 1);
+                    continue;
+                }
                 if (usched__wk_next_steal(s, vw, t)) {
                     if (t->bound < 0) {
                         USCHED__TRACE(s, w, steal, t->id, 1, v, level);

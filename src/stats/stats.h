@@ -32,6 +32,7 @@
     X(steal_numa, "steals within the NUMA node")                                 \
     X(steal_machine, "steals across NUMA nodes")                                 \
     X(steal_next, "fibers taken from another CPU's next slot")                   \
+    X(steal_next_moved, "next-slot takes given up: after the back-off the slot held another fiber (its owner serves it)") \
     X(stolen_fibers, "fibers moved by steals")                                   \
     X(steal_failed, "steal passes that found nothing")                           \
     X(steal_deferred, "steals left to a whole idle core of the LLC (the thief's SMT sibling was busy)") \
