@@ -1,8 +1,10 @@
 /* Work-first fork-join: the owner runs its newest fiber first (LIFO ring),
  * a join runs any not-yet-started child of its CPU inline wherever it
  * waits (next slot or ring), a join of a child a thief took blocks and
- * returns its result, and a fork-join tree sums right across CPUs. */
+ * returns its result, a join racing its child's exit from either side sees
+ * the result, and a fork-join tree sums right across CPUs. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -218,6 +220,90 @@ static void test_join_stolen(void)
     usched_destroy(s);
 }
 
+/* ---- a join racing the exit (J1-J5 in core/fiber.c) ------------------------ */
+
+/* Children that run for a random short while on whichever CPU takes them,
+ * joined after a random short while by a fiber or an outside thread: the
+ * join comes before, during and after the exit, so each side of the
+ * protocol sees the other's bit first in some rounds (DONE before JOINED,
+ * WAIT before DONE, DONE between JOINED and WAIT). Every join must return 0
+ * and see the child's result; detached children must all run. */
+struct race {
+    long spin, result;
+};
+
+static _Atomic long race_detached;
+
+static void race_spin(long n)
+{
+    for (long i = 0; i < n; i++) __asm__ volatile("" ::: "memory");
+}
+
+static void race_child(void *arg)
+{
+    struct race *r = arg;
+    race_spin(r->spin);
+    r->result = r->spin + 1;
+}
+
+static void race_detached_child(void *arg)
+{
+    race_spin((long)(intptr_t)arg);
+    atomic_fetch_add(&race_detached, 1);
+}
+
+static uint32_t race_rand(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+static void race_parent(void *arg)
+{
+    long rounds = *(long *)arg;
+    uint32_t rng = 2463534242u;
+    for (long i = 0; i < rounds; i++) {
+        struct race a = {.spin = race_rand(&rng) % 4000}, b = {.spin = race_rand(&rng) % 4000};
+        usched_task_t *ta, *tb;
+        ASSERT_OK(usched_spawn(usched_self(), &ta, race_child, &a));
+        ASSERT_OK(usched_spawn(usched_self(), &tb, race_child, &b)); /* a to the ring: thieves take it */
+        ASSERT_OK(usched_spawn(usched_self(), NULL, race_detached_child, (void *)(intptr_t)(race_rand(&rng) % 4000)));
+        race_spin(race_rand(&rng) % 4000);
+        ASSERT_OK(usched_join(ta));
+        ASSERT_EQ(a.result, a.spin + 1);
+        ASSERT_OK(usched_join(tb));
+        ASSERT_EQ(b.result, b.spin + 1);
+    }
+}
+
+static void test_join_race(void)
+{
+    /* More workers than CPUs: children run elsewhere, and the kernel
+     * preempts workers at any point of either side. */
+    usched_t *s = start_on("pack:1 core:4 pu:1", NULL);
+    atomic_store(&race_detached, 0);
+    long rounds = test_scale(3000);
+    usched_task_t *p[2];
+    for (int k = 0; k < 2; k++) ASSERT_OK(usched_spawn(s, &p[k], race_parent, &rounds));
+    /* An outside joiner too (J4 with an owaiter). */
+    uint32_t rng = 88675123u;
+    long outside = test_scale(500);
+    for (long i = 0; i < outside; i++) {
+        struct race r = {.spin = race_rand(&rng) % 4000};
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn(s, &t, race_child, &r));
+        race_spin(race_rand(&rng) % 4000);
+        ASSERT_OK(usched_join(t));
+        ASSERT_EQ(r.result, r.spin + 1);
+    }
+    for (int k = 0; k < 2; k++) ASSERT_OK(usched_join(p[k]));
+    ASSERT_OK(usched_wait(s));
+    ASSERT_EQ(atomic_load(&race_detached), 2 * rounds);
+    usched_destroy(s);
+}
+
 /* ---- a 10-ary fork-join tree on every CPU ---------------------------------- */
 
 struct tree {
@@ -267,6 +353,7 @@ int main(void)
     test_inline_join(1);
     test_inline_join_spilled();
     test_join_stolen();
+    test_join_race();
     test_tree("pack:1 core:2 pu:1");
     test_tree("pack:1 l3:1 l2:4 core:1 pu:2");
     printf("core_forkjoin: ok\n");
