@@ -68,12 +68,6 @@ struct usched__owaiter {
     int linked;                   /* on s->owaiters (under s->lock) */
 };
 
-/*
- * A fiber. The descriptor comes from the descriptor pool (desc.c); its stack
- * is reserved at spawn and its context made when it first runs (sched.c,
- * first_run). It is released when the fiber has exited and, for a joinable
- * fiber, has been joined (refs drops to zero).
- */
 /* A fiber's join state (struct usched_task.jstate; fiber.c, J1-J5). */
 enum {
     USCHED__J_JOINED = 1u,   /* a join has begun (or the fiber is detached) */
@@ -82,6 +76,13 @@ enum {
     USCHED__J_DETACHED = 8u, /* spawned without a handle: its exit frees it */
 };
 
+/*
+ * A fiber. The descriptor comes from the descriptor pool (desc.c); its stack
+ * is reserved at spawn and its context made when it first runs (sched.c,
+ * first_run). It is released when the fiber has exited and, for a joinable
+ * fiber, has been joined (by the exit or the joiner, whichever jstate names:
+ * fiber.c, J5).
+ */
 struct usched_task {
     /* ---- the join line: what an exit and its join touch, and the CPU a
      * thief writes when it starts the fiber, together on the first cache
@@ -119,7 +120,8 @@ struct usched_task {
 _Static_assert(offsetof(struct usched_task, s) + sizeof(usched_t *) <= 64,
                "a fiber's join line must fit in one cache line");
 _Static_assert(offsetof(struct usched_task, pstate) + 32 <= 192,
-               "what a spawn writes must fit in a descriptor's first three cache lines");
+               "a spawn under the default policy (32 bytes of state) must write only a "
+               "descriptor's first three cache lines");
 
 /* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
  * each group on lines of its own (asserted below), so that a cross-CPU

@@ -1,8 +1,8 @@
 /*
  * Per-CPU queue building blocks (docs/queues.md), all lock-free:
- *   ring_spmc  - 256-slot ring: the owner pushes and pops at the tail (LIFO),
- *                thieves take the oldest half with one CAS (Go's runq, Tokio's
- *                local queue, with a work-first owner end);
+ *   ring_spmc  - ring of RQ_RING_SIZE slots: the owner pushes and pops at the
+ *                tail (LIFO), thieves take the oldest half with one CAS (Go's
+ *                runq, Tokio's local queue, with a work-first owner end);
  *   inbox_mpsc - intrusive multi-producer single-consumer list through which
  *                other CPUs hand fibers to this CPU (Vyukov's queue;
  *                FreeBSD ULE's "assign" list);
