@@ -340,7 +340,9 @@ void usched__live_flush(struct usched *s, struct usched__wk *w);
 void usched__cancel_owaiters(struct usched *s);
 
 /* Placement (place.c). */
-void usched__place(struct usched *s, struct usched_task *t, unsigned flags);
+/* Places t (a spawn or a wake-up), decided on `self`: the calling thread's
+ * worker of s, or NULL from outside (or from a worker of another scheduler). */
+void usched__place_on(struct usched *s, struct usched__wk *self, struct usched_task *t, unsigned flags);
 void usched__task_info_fill(const struct usched_task *t, struct usched_task_info *ti,
                             uint32_t flags);
 /* Reports, once per scheduler, a policy answer or query the core could not

@@ -13,14 +13,15 @@
 #include "base/export.h"
 #include "core/queue.h"
 
-/* Returns the stack and descriptor of a fiber nobody refers to any more. */
-static void task_free(struct usched_task *t)
+/* Returns the stack and descriptor of a fiber nobody refers to any more,
+ * to the caches of w: the calling thread's worker as just read (NULL from
+ * outside; a worker of another scheduler counts as outside). */
+static void task_free(struct usched__wk *w, struct usched_task *t)
 {
     /* A fiber that never ran on a worker (joined inline) has no context. */
     if (t->cpu != -1) usched__fctx_destroy(&t->fctx);
     /* Atomic: a second (wrong) join may read it from another thread. */
     __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
-    struct usched__wk *w = usched__self_wk();
     if (w && w->s != t->s) w = NULL;
     usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
     usched__desc_put(w ? &w->descs : NULL, t);
@@ -116,7 +117,7 @@ void usched__fiber_exit(usched_t *s, struct usched__wk *w, struct usched_task *t
     usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
     uint32_t old = atomic_fetch_or_explicit(&t->jstate, USCHED__J_DONE, memory_order_acq_rel); /* J3 */
     if (old & USCHED__J_DETACHED) {
-        task_free(t);
+        task_free(w, t);
     } else if (old & USCHED__J_WAIT) {
         /* The joiner frees t once woken (J5): read what is needed first. */
         struct usched_task *j = t->joiner;
@@ -178,7 +179,12 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     t->arg = arg;
     t->stack = st;
     t->woke_ns = t->ran_ns = t->last_ran_ns = t->wake_ns = 0;
-    memset(t->pstate, 0, s->ops->task_state_size);
+    /* Constant sizes, written inline (the default policy's state is 32
+     * bytes, and the whole 64 would touch a fourth line). */
+    if (s->ops->task_state_size <= 32)
+        memset(t->pstate, 0, 32);
+    else
+        memset(t->pstate, 0, sizeof t->pstate);
     t->cpu = -1;
     t->bound = bound;
     __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
@@ -188,7 +194,7 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
 
-    usched__place(s, t, USCHED_SEL_FORK);
+    usched__place_on(s, w, t, USCHED_SEL_FORK);
     return 0;
 }
 
@@ -346,7 +352,7 @@ static bool join_inline(struct usched__wk *w, struct usched_task *t)
     usched__stat_add(&w->stats, USCHED_STAT_joins_inline, 1);
     /* No exit will come (it never started on a worker): the join frees it
      * (J5), with no atomic step. */
-    task_free(t);
+    task_free(w, t);
     live_done(s, w);
     return true;
 }
@@ -366,7 +372,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     } while (!atomic_compare_exchange_weak_explicit(&t->jstate, &st, st | USCHED__J_JOINED,
                                                     memory_order_acq_rel, memory_order_relaxed)); /* J2 */
     if (st & USCHED__J_DONE) {
-        task_free(t); /* exited before the join (J5) */
+        task_free(w, t); /* exited before the join (J5) */
         return 0;
     }
     if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
@@ -389,7 +395,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         /* Cancelled waiters were unlinked by destroy, which may have freed s. */
         if (result == 0) owaiter_unlink(s, &ow);
     }
-    if (result == 0) task_free(t); /* J5 */
+    if (result == 0) task_free(usched__self_wk(), t); /* J5; the joiner may have moved while it waited */
     return result;
 }
 

@@ -117,10 +117,10 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
     return r;
 }
 
-void usched__place(usched_t *s, struct usched_task *t, unsigned flags)
+/* The placement of a spawn (usched__place_on: the spawner knows its
+ * worker) or a wake-up (usched__wake looks it up). */
+static void place(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
 {
-    struct usched__wk *self = usched__self_wk();
-    if (self && self->s != s) self = NULL;
     int waker = self ? self->cpu : -1;
     if (!self) flags |= USCHED_SEL_OUTSIDE;
     if ((flags & USCHED_SEL_WAKE) && usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
@@ -167,11 +167,18 @@ void usched__place(usched_t *s, struct usched_task *t, unsigned flags)
     }
 }
 
+void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
+{
+    place(s, self, t, flags);
+}
+
 void usched__wake(usched_task_t *t, unsigned flags)
 {
     if (t->s->track_time) {
         t->woke_ns = usched__now_ns();
         t->ran_ns = 0;
     }
-    usched__place(t->s, t, USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
+    struct usched__wk *self = usched__self_wk(); /* decided here if it is a worker of t's scheduler */
+    place(t->s, self && self->s == t->s ? self : NULL, t,
+          USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
 }

@@ -13,7 +13,7 @@
  * Off (the default), every hook costs one load of s->tracing and a branch
  * predicted not taken: the recording itself is out of line.
  *
- * Wake-up latency: the time from a wake-up decision (usched__place for a
+ * Wake-up latency: the time from a wake-up decision (usched__place_on for a
  * wake-up) to the fiber running, kept on the CPU that runs it, always, in a
  * log-scale histogram: four buckets per power of two of nanoseconds (at
  * most 19% wide), owner-written relaxed counters. One wake-up in

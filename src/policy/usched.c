@@ -197,33 +197,27 @@ static int usched_find_near(usched_pol_ctx_t *ctx, const struct usched_priv *P, 
     return -1;
 }
 
-static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
-                              struct usched_select_result *out)
+/* Everything but a spawn from a worker (usched_select_cpu, below). */
+static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
+                                                         const struct usched_select_args *a,
+                                                         struct usched_select_result *out)
 {
     const struct usched_priv *P = usched_pol_priv(ctx); /* once per decision */
     int waker = a->waker_cpu, prev = a->task->prev_cpu;
-    bool smt = P->smt_width > 1 && POL_KNOB(ctx, smt);
-    bool affine = POL_KNOB(ctx, affine);
-    bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
     out->slot = USCHED_SLOT_TAIL;
 
     if (a->flags & USCHED_SEL_FORK) {
-        if (waker >= 0) {
-            /* The newest child runs next (Go's runnext): fork-join trees
-             * unfold depth first, hot in cache, with few fibers alive; the
-             * child it displaces goes to the queue, where idle CPUs steal. */
-            out->cpu = waker;
-            out->slot = USCHED_SLOT_NEXT;
-            out->reason = USCHED_REASON_LOCAL;
-            return;
-        }
         int start = (int)(pol_rand() % (uint32_t)usched_pol_ncpus(ctx));
-        int c = pol_find_claim(ctx, NULL, start, smt, -1, &out->reason);
+        int c = pol_find_claim(ctx, NULL, start, P->smt_width > 1 && POL_KNOB(ctx, smt), -1, &out->reason);
         out->cpu = c >= 0 ? c : start;
         if (c < 0) out->reason = USCHED_REASON_STACKED;
         return;
     }
 
+    bool smt = P->smt_width > 1 && POL_KNOB(ctx, smt);
+
+    bool affine = POL_KNOB(ctx, affine);
+    bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
     /* 2i. an I/O wake-up found by an idle CPU's poll: that CPU is awake and
      * has nothing to run, so it runs the fiber itself, if it shares an LLC
      * with the fiber's previous CPU (waking prev instead would cost a
@@ -304,6 +298,22 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
                    ? other
                    : target; /* one CPU: no queue lengths to read */
     out->reason = out->cpu == waker ? USCHED_REASON_LOCAL : USCHED_REASON_STACKED;
+}
+
+static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
+                              struct usched_select_result *out)
+{
+    if ((a->flags & USCHED_SEL_FORK) && a->waker_cpu >= 0) {
+        /* The newest child runs next (Go's runnext): fork-join trees unfold
+         * depth first, hot in cache, with few fibers alive; the child it
+         * displaces goes to the queue, where idle CPUs steal. The commonest
+         * decision, so it reads no knob and saves no registers. */
+        out->cpu = a->waker_cpu;
+        out->slot = USCHED_SLOT_NEXT;
+        out->reason = USCHED_REASON_LOCAL;
+        return;
+    }
+    usched_select_rest(ctx, a, out);
 }
 
 const struct usched_ops usched__policy_usched = {
