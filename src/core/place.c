@@ -149,7 +149,18 @@ static void place(usched_t *s, struct usched__wk *self, struct usched_task *t, u
         usched__gq_push(s, t);
         usched__stat_inc(self, s, USCHED_STAT_wake_shared);
         usched__full_fence();
-        if (r.cpu != waker) usched__wk_kick(s, self, r.cpu);
+        /* r.cpu == waker: the policy saw no idle CPU, and this CPU will
+         * take it at its next scheduling point - which may be far off (a
+         * fiber that computes or spins without yielding). A CPU that
+         * parked since the policy looked has re-checked the queue before
+         * this push (P3) and sleeps: wake one (wakep: nothing when no CPU
+         * is parked, or one spins and will look). Without it the fiber
+         * waited for the spinner; core_nextslot's stranded case under
+         * `global` hung on qemu in about one run in five. */
+        if (r.cpu != waker)
+            usched__wk_kick(s, self, r.cpu);
+        else
+            usched__wk_wakep(s, self, waker);
         return;
     }
     if (r.cpu == waker) {
