@@ -117,9 +117,9 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
     return r;
 }
 
-/* The placement of a spawn (usched__place_on: the spawner knows its
- * worker) or a wake-up (usched__wake looks it up). */
-static void place(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
+/* The placement of a spawn (the spawner knows its worker) or a wake-up
+ * (usched__wake looks it up). */
+void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
 {
     int waker = self ? self->cpu : -1;
     if (!self) flags |= USCHED_SEL_OUTSIDE;
@@ -156,7 +156,7 @@ static void place(usched_t *s, struct usched__wk *self, struct usched_task *t, u
          * this push (P3) and sleeps: wake one (wakep: nothing when no CPU
          * is parked, or one spins and will look). Without it the fiber
          * waited for the spinner; core_nextslot's stranded case under
-         * `global` hung on qemu in about one run in five. */
+         * `global` hung on qemu in 1 to 5 runs of 10. */
         if (r.cpu != waker)
             usched__wk_kick(s, self, r.cpu);
         else
@@ -178,11 +178,6 @@ static void place(usched_t *s, struct usched__wk *self, struct usched_task *t, u
     }
 }
 
-void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
-{
-    place(s, self, t, flags);
-}
-
 void usched__wake(usched_task_t *t, unsigned flags)
 {
     if (t->s->track_time) {
@@ -190,6 +185,6 @@ void usched__wake(usched_task_t *t, unsigned flags)
         t->ran_ns = 0;
     }
     struct usched__wk *self = usched__self_wk(); /* decided here if it is a worker of t's scheduler */
-    place(t->s, self && self->s == t->s ? self : NULL, t,
-          USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
+    usched__place_on(t->s, self && self->s == t->s ? self : NULL, t,
+                     USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
 }

@@ -204,17 +204,16 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
 {
     const struct usched_priv *P = usched_pol_priv(ctx); /* once per decision */
     int waker = a->waker_cpu, prev = a->task->prev_cpu;
+    bool smt = P->smt_width > 1 && POL_KNOB(ctx, smt);
     out->slot = USCHED_SLOT_TAIL;
 
     if (a->flags & USCHED_SEL_FORK) {
         int start = (int)(pol_rand() % (uint32_t)usched_pol_ncpus(ctx));
-        int c = pol_find_claim(ctx, NULL, start, P->smt_width > 1 && POL_KNOB(ctx, smt), -1, &out->reason);
+        int c = pol_find_claim(ctx, NULL, start, smt, -1, &out->reason);
         out->cpu = c >= 0 ? c : start;
         if (c < 0) out->reason = USCHED_REASON_STACKED;
         return;
     }
-
-    bool smt = P->smt_width > 1 && POL_KNOB(ctx, smt);
 
     bool affine = POL_KNOB(ctx, affine);
     bool io = a->flags & USCHED_SEL_IO; /* the waker is the I/O poller, not a partner */
