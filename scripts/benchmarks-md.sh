@@ -45,7 +45,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # medians FILE: one line per system, in order of first appearance:
-#   system<TAB>median<TAB>unit<TAB>higher_is_better<TAB>runs<TAB>note
+#   system<TAB>median<TAB>unit<TAB>higher_is_better<TAB>runs<TAB>note<TAB>paired
+# paired: the median over runs of usched's advantage over the system in the
+# same round (run 1 against run 1, ...), empty when no round has both.
 medians() {
     awk '
     function field(k,   m) {
@@ -60,7 +62,8 @@ medians() {
         if (field("skipped") != "") { note[s] = "skipped: " field("skipped"); next }
         if (field("failed") != "") { note[s] = "failed: " field("failed"); next }
         v = field("value")
-        if (v != "" && v != "null") vals[s, ++cnt[s]] = v + 0
+        if (v != "" && v != "null") { vals[s, ++cnt[s]] = v + 0; byrun[s, field("run")] = v + 0 }
+        if (field("run") + 0 > nruns) nruns = field("run") + 0
     }
     END {
         for (i = 1; i <= n; i++) {
@@ -68,7 +71,14 @@ medians() {
             for (a = 2; a <= c; a++)          # insertion sort of the values
                 for (b = a; b > 1 && vals[s, b - 1] > vals[s, b]; b--) { t = vals[s, b]; vals[s, b] = vals[s, b - 1]; vals[s, b - 1] = t }
             med = c == 0 ? "" : (c % 2 ? vals[s, (c + 1) / 2] : (vals[s, c / 2] + vals[s, c / 2 + 1]) / 2)
-            printf "%s\t%s\t%s\t%s\t%d\t%s\n", s, med, unit[s], hib[s], c, note[s]
+            k = 0
+            for (r = 1; r <= nruns; r++)
+                if (((s, r) in byrun) && (("usched", r) in byrun) && byrun[s, r] > 0 && byrun["usched", r] > 0)
+                    pr[++k] = hib[s] == "true" ? byrun["usched", r] / byrun[s, r] : byrun[s, r] / byrun["usched", r]
+            for (a = 2; a <= k; a++)
+                for (b = a; b > 1 && pr[b - 1] > pr[b]; b--) { t = pr[b]; pr[b] = pr[b - 1]; pr[b - 1] = t }
+            paired = k == 0 ? "" : sprintf("%.2fx", k % 2 ? pr[(k + 1) / 2] : (pr[k / 2] + pr[k / 2 + 1]) / 2)
+            printf "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s, med, unit[s], hib[s], c, note[s], paired
         }
     }' "$1"
 }
@@ -78,14 +88,14 @@ table() {
     medians "$1" | awk -F '\t' -v w="$2" -v losses="$tmp/losses" '
     function fmt(x) { return x >= 100 ? sprintf("%.0f", x) : sprintf("%.2f", x) }
     {
-        sys[NR] = $1; med[NR] = $2; unit[NR] = $3; hib[NR] = $4; cnt[NR] = $5; note[NR] = $6
+        sys[NR] = $1; med[NR] = $2; unit[NR] = $3; hib[NR] = $4; cnt[NR] = $5; note[NR] = $6; pair[NR] = $7
         if ($1 == "usched" && $2 != "") ref = $2 + 0
     }
     END {
-        print "| system | median | unit | usched advantage | runs | note |"
-        print "|---|---:|---|---:|---:|---|"
+        print "| system | median | unit | usched advantage | paired | runs | note |"
+        print "|---|---:|---|---:|---:|---:|---|"
         for (i = 1; i <= NR; i++) {
-            if (med[i] == "") { printf "| %s | - | %s | - | 0 | %s |\n", sys[i], unit[i], note[i]; continue }
+            if (med[i] == "") { printf "| %s | - | %s | - | - | 0 | %s |\n", sys[i], unit[i], note[i]; continue }
             v = med[i] + 0; r = ""
             if (ref > 0 && v > 0) {
                 x = hib[i] == "true" ? ref / v : v / ref
@@ -95,9 +105,24 @@ table() {
                     printf "- %s: %s is %.2fx better than usched (%s vs %s %s)\n", w, sys[i], 1 / x, fmt(v), fmt(ref), unit[i] >> losses
                 }
             }
-            printf "| %s | %s | %s | %s | %d | %s |\n", sys[i], fmt(v), unit[i], r, cnt[i], note[i]
+            printf "| %s | %s | %s | %s | %s | %d | %s |\n", sys[i], fmt(v), unit[i], r, pair[i] == "" ? "-" : pair[i], cnt[i], note[i]
         }
     }'
+}
+
+# xfer FILE: the cross-CPU probes of one workload's runs (usched bench's
+# xfer_ns), as a sentence; nothing when the runs had no probe.
+xfer() {
+    awk '
+    match($0, /"xfer_ns":[0-9.]+/) { x[++n] = substr($0, RSTART + 10, RLENGTH - 10) + 0 }
+    END {
+        if (!n) exit
+        for (a = 2; a <= n; a++)
+            for (b = a; b > 1 && x[b - 1] > x[b]; b--) { t = x[b]; x[b] = x[b - 1]; x[b - 1] = t }
+        printf "Cross-CPU round trip before each run: min %.0f, median %.0f, max %.0f ns", x[1], x[int((n + 1) / 2)], x[n]
+        if (x[n] > 2 * x[1]) printf " (the host moved the CPUs between runs: the paired column compares like runs)"
+        print "."
+    }' "$1"
 }
 
 # load_sentence START END NPROC: what the machine was doing, from the 1-minute
@@ -137,6 +162,8 @@ for w in $workloads; do
         echo
         table "$tmp/$w.json" "$w"
         echo
+        x=$(xfer "$tmp/$w.json")
+        if [ -n "$x" ]; then echo "$x"; echo; fi
     } >>"$tmp/body"
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
@@ -152,6 +179,11 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
     echo "interleaved in one \`usched bench\` invocation. *usched advantage* is how many times"
     echo "usched is better than that system (its time divided by usched's, or usched's"
     echo "throughput divided by its): below 1.00x the system beats usched, marked \"loses\"."
+    echo "*paired* is the median of the same ratio taken run by run (usched's run 1 against the"
+    echo "system's run 1, made just after it, and so on). On a virtual machine whose host moves"
+    echo "its CPUs, the cost of passing a cache line between two CPUs changes by up to 5x from one"
+    echo "minute to the next; \`usched bench\` measures it before every run (the cross-CPU round"
+    echo "trip under each table), and runs made one after the other mostly saw the same machine."
     echo "pingpong and spawn runs are capped at the --duration (the result is per operation)."
     load_sentence "$load_start" "$load_end" "$(nproc)"
     echo

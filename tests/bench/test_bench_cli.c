@@ -17,6 +17,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,6 +93,13 @@ static void test_workloads(void)
 
 /* ---- compare and json ------------------------------------------------------------- */
 
+/* The probe runs only with two CPUs to pass its line between. */
+static bool two_cpus(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
 static void test_compare(void)
 {
     struct test_run r = run("fib", "--n", "18", "--runs", "2", "--compare", "smt=1;smt=0", NULL);
@@ -165,6 +173,22 @@ static void test_compare(void)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) ASSERT_STR_CONTAINS(r.out, fields[i]);
     ASSERT_EQ(count(r.out, "\"counters\":{"), 4);
     ASSERT(!strstr(r.out, "tps = "));
+    /* the cross-CPU probe before each run, when two CPUs are allowed */
+    ASSERT_EQ(count(r.out, "\"xfer_ns\":"), two_cpus() ? 4 : 0);
+    done(r);
+
+    r = run("fib", "--n", "15", "--runs", "2", "--policy", "usched", NULL);
+    expect_ok(r, "fib with the probe");
+    ASSERT_EQ(count(r.out, "  cross-CPU round trip before the run: "), two_cpus() ? 2 : 0);
+    if (two_cpus()) ASSERT_STR_CONTAINS(r.out, "\ncross-CPU round trip before each run (CPUs ");
+    done(r);
+    r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--no-probe", "--json", NULL);
+    expect_ok(r, "--no-probe");
+    ASSERT(!strstr(r.out, "xfer_ns"));
+    done(r);
+    r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--no-probe", NULL);
+    expect_ok(r, "--no-probe report");
+    ASSERT(!strstr(r.out, "cross-CPU"));
     done(r);
 }
 
@@ -248,31 +272,36 @@ static void test_peers(void)
     ASSERT_STR_CONTAINS(r.out, "spawn boostfiber run 2: failed: RESULT says unit=ms, expected ns/op\n");
     ASSERT_STR_CONTAINS(r.out, "peers: median of each system's successful runs (of 2)");
 
-    /* the rows, field by field: system, result, unit, ratio, runs[, notes] */
+    /* the rows, field by field: system, result, unit, ratio, paired, runs[, notes] */
     char row[512], *f[16];
     int n = row_fields((char *)peer_row(r.out, "usched", row, sizeof row), f, 16);
-    ASSERT_EQ(n, 5);
+    ASSERT_EQ(n, 6);
     ASSERT_STR_EQ(f[2], "ns/op");
     ASSERT_STR_EQ(f[3], "1.00x");
-    ASSERT_STR_EQ(f[4], "2/2");
+    ASSERT_STR_EQ(f[4], "1.00x");
+    ASSERT_STR_EQ(f[5], "2/2");
     n = row_fields((char *)peer_row(r.out, "pthreads", row, sizeof row), f, 16);
-    ASSERT_EQ(n, 5); /* no "(usched loses)" */
+    ASSERT_EQ(n, 6); /* no "(usched loses)" */
     ASSERT_STR_EQ(f[1], "1000000000");
     ASSERT_STR_EQ(f[2], "ns/op");
-    ASSERT_STR_EQ(f[4], "2/2");
+    ASSERT_STR_EQ(f[5], "2/2");
+    /* a second per op against usched's nanoseconds, run by run */
+    ASSERT(f[4][strlen(f[4]) - 1] == 'x' && strtod(f[4], NULL) > 1000);
     n = row_fields((char *)peer_row(r.out, "omp", row, sizeof row), f, 16);
-    ASSERT_EQ(n, 7);
+    ASSERT_EQ(n, 8);
     ASSERT_STR_EQ(f[1], "0.01");
-    ASSERT_STR_EQ(f[4], "2/2");
-    ASSERT_STR_EQ(f[5], "(usched");
-    ASSERT_STR_EQ(f[6], "loses)");
+    ASSERT_STR_EQ(f[4], "0.00x");
+    ASSERT_STR_EQ(f[5], "2/2");
+    ASSERT_STR_EQ(f[6], "(usched");
+    ASSERT_STR_EQ(f[7], "loses)");
     /* tbb: the median of its one good run, and why the other failed */
     ASSERT_STR_EQ(peer_row(r.out, "tbb", row, sizeof row) + strlen(row) -
                       strlen("(1 of 2 runs; 1 failed, last: its own check failed (check=FAIL))"),
                   "(1 of 2 runs; 1 failed, last: its own check failed (check=FAIL))");
     n = row_fields(row, f, 16);
     ASSERT_STR_EQ(f[1], "1000000000");
-    ASSERT_STR_EQ(f[4], "1/2");
+    ASSERT(strtod(f[4], NULL) > 1000); /* paired from run 2 alone: run 1 failed */
+    ASSERT_STR_EQ(f[5], "1/2");
     ASSERT_STR_EQ(peer_row(r.out, "boostfiber", row, sizeof row),
                   "boostfiber failed: 2 of 2 runs; last: RESULT says unit=ms, expected ns/op");
     ASSERT_STR_EQ(peer_row(r.out, "go", row, sizeof row), "go skipped: unsupported workload spawn");

@@ -38,6 +38,7 @@
 
 #include "bench_net.h"
 #include "bench_noise.h"
+#include "bench_xfer.h"
 #include "bench_peer.h"
 #include "bench_wl.h"
 #include "usched.h"
@@ -80,6 +81,9 @@ static const char bench_usage[] =
     "                       else FILE-<variant>-<run> before the extension\n"
     "      --noise N        N busy processes beside every run (a noisy neighbour;\n"
     "                       they start before the first run, die after the last)\n"
+    "      --no-probe       skip the cross-CPU probe before each run (a cache line\n"
+    "                       passed between the first two CPUs; its round trip shows\n"
+    "                       where a virtual machine's host placed them)\n"
     "  -h, --help           print this help\n"
     "\n"
     "Workloads:\n";
@@ -106,6 +110,7 @@ struct variant {
     int nvalues;
     uint64_t *counters;    /* summed over runs, usched_stat_count() of them */
     struct usched_wakelat *lat; /* wake-up latency per run (usched variants) */
+    double *xfer;          /* per run: the cross-CPU probe before it (ns; NAN: none) */
     int ncpus;
 };
 
@@ -126,6 +131,8 @@ static struct {
     int ncounters;
     int total_runs, done_runs;
     const char *trace; /* --trace FILE */
+    bool probe;        /* the cross-CPU probe before each run (bench_xfer.h) */
+    int xa, xb;        /* ... between these CPUs */
 } B;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -423,6 +430,12 @@ static void json_run(const struct variant *v, int run, double value, const uint6
     else
         printf("%.6g", value);
     printf(",\"unit\":\"%s\",\"higher_is_better\":%s", unit(), higher_better() ? "true" : "false");
+    if (B.probe && !skipped) {
+        if (isnan(v->xfer[run]))
+            printf(",\"xfer_ns\":null");
+        else
+            printf(",\"xfer_ns\":%.1f", v->xfer[run]);
+    }
     if (B.wl->systems && B.wl->systems->json) B.wl->systems->json(stdout);
     if (skipped) {
         printf(",\"skipped\":");
@@ -456,6 +469,12 @@ static void report_run(const struct variant *v, int run, double value, const cha
         printf("tps = %.1f\n", value);
     else
         printf("tps = %.1f (%.6g %s)\n", tps_of(value), value, unit());
+    if (B.probe) {
+        if (isnan(v->xfer[run]))
+            printf("  cross-CPU round trip before the run: not measured (the probe took over 1 s)\n");
+        else
+            printf("  cross-CPU round trip before the run: %.0f ns\n", v->xfer[run]);
+    }
     fflush(stdout);
 }
 
@@ -714,6 +733,29 @@ static void print_summary(void)
     }
 }
 
+/* The cross-CPU probes of the whole invocation: their spread says whether
+ * the runs saw one machine or several (bench_xfer.h). */
+static void print_xfer(void)
+{
+    if (!B.probe) return;
+    int n = 0, cap = B.nv * B.runs;
+    double x[cap > 0 ? cap : 1];
+    for (int i = 0; i < B.nv; i++)
+        for (int r = 0; r < B.v[i].nvalues && !B.v[i].skipped; r++)
+            if (!isnan(B.v[i].xfer[r])) x[n++] = B.v[i].xfer[r];
+    if (!n) {
+        printf("\ncross-CPU round trip (CPUs %d and %d): no probe finished\n", B.xa, B.xb);
+        return;
+    }
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    printf("\ncross-CPU round trip before each run (CPUs %d and %d): min %.0f, median %.0f, max %.0f ns\n",
+           B.xa, B.xb, x[0], x[n / 2], x[n - 1]);
+    if (x[n - 1] > 2 * x[0])
+        printf("  the round trip changed %.1fx between runs: the host moved these CPUs, so runs with unlike\n"
+               "  probes ran on unlike machines (compare like probes, or the peers' paired ratios)\n",
+               x[n - 1] / x[0]);
+}
+
 /* The seed table, for exactly two usched variants: their runs side by side
  * as pgbench prints them, the means, and the first's difference over the
  * second in percent (DragonFly's smt_enable tables: smt=1 over smt=0). */
@@ -779,14 +821,31 @@ static void print_counters(void)
     }
 }
 
+/* The median over runs of usched's advantage over v in the same round:
+ * runs made minutes apart may have had different machines under them
+ * (bench_xfer.h), adjacent ones most likely had the same. NAN if no round
+ * has both. */
+static double paired_ratio(const struct variant *ref, const struct variant *v)
+{
+    int n = 0, m = ref->nvalues < v->nvalues ? ref->nvalues : v->nvalues;
+    double x[m > 0 ? m : 1];
+    for (int r = 0; r < m; r++)
+        if (!isnan(ref->values[r]) && !isnan(v->values[r]) && ref->values[r] > 0 && v->values[r] > 0)
+            x[n++] = advantage(ref->values[r], v->values[r]);
+    if (!n) return NAN;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
 static void print_peers(void)
 {
     int w = label_width();
     const struct variant *ref = &B.v[0];
     struct summary rs = summarize(ref);
     printf("\npeers: median of each system's successful runs (of %d), ratio = how many times usched (%s) "
-           "is better\n", B.runs, ref->label);
-    printf("%-*s %14s %-6s %8s %5s\n", w, "system", "result", "unit", "ratio", "runs");
+           "is better;\npaired = the median of the ratios of runs made one after the other (run 1 to run 1, ...)\n",
+           B.runs, ref->label);
+    printf("%-*s %14s %-6s %8s %8s %5s\n", w, "system", "result", "unit", "ratio", "paired", "runs");
     for (int i = 0; i < B.nv; i++) {
         const struct variant *v = &B.v[i];
         if (!v->peer && v != ref) continue;
@@ -800,10 +859,12 @@ static void print_peers(void)
             print_failures(w, v);
             continue;
         }
-        char m[32], runs[32];
+        char m[32], runs[32], paired[32] = "-";
+        double pr = paired_ratio(ref, v);
+        if (!isnan(pr)) snprintf(paired, sizeof paired, "%.2fx", pr);
         snprintf(runs, sizeof runs, "%d/%d", s.n, v->nvalues);
-        printf("%-*s %14s %-6s %7.2fx %5s%s", w, name, num(m, sizeof m, s.median), unit(),
-               advantage(rs.median, s.median), runs,
+        printf("%-*s %14s %-6s %7.2fx %8s %5s%s", w, name, num(m, sizeof m, s.median), unit(),
+               advantage(rs.median, s.median), paired, runs,
                v->peer && advantage(rs.median, s.median) < 1 ? "  (usched loses)" : "");
         print_partial(v, s.n);
     }
@@ -840,7 +901,7 @@ static int check_n(long n, bool have_n)
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE };
+    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE, O_NO_PROBE };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},     {"knobs", required_argument, NULL, 'k'},
         {"topology", required_argument, NULL, 't'},   {"cpus", required_argument, NULL, 'c'},
@@ -850,7 +911,7 @@ int cmd_bench(int argc, char **argv)
         {"peers-dir", required_argument, NULL, O_PEERS_DIR}, {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS}, {"emulate", no_argument, NULL, 'e'},
         {"trace", required_argument, NULL, O_TRACE},
-        {"noise", required_argument, NULL, O_NOISE},
+        {"noise", required_argument, NULL, O_NOISE}, {"no-probe", no_argument, NULL, O_NO_PROBE},
         {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
     };
     int net = bench_net_front(argc, argv); /* the network workloads' sweep */
@@ -864,6 +925,7 @@ int cmd_bench(int argc, char **argv)
     B.p.duration = DEFAULT_DURATION;
     B.p.seed = PEER_SEED;
     B.p.cutoff = PEER_FIB_CUTOFF;
+    B.probe = true;
     int o;
     opterr = 0;
     optind = 1;
@@ -904,6 +966,7 @@ int cmd_bench(int argc, char **argv)
         case O_JSON: B.json = true; break;
         case O_PROGRESS: B.progress = true; break;
         case O_TRACE: B.trace = optarg; break;
+        case O_NO_PROBE: B.probe = false; break;
         case O_NOISE:
             if (parse_long("--noise", optarg, 0, BENCH_NOISE_MAX, &noise)) return 2;
             break;
@@ -951,7 +1014,8 @@ int cmd_bench(int argc, char **argv)
         if (!v->peer) v->counters = calloc((size_t)B.ncounters, sizeof *v->counters);
         if (!v->peer) v->lat = calloc((size_t)B.runs, sizeof *v->lat);
         v->values = calloc((size_t)B.runs, sizeof *v->values);
-        if ((!v->peer && (!v->counters || !v->lat)) || !v->values) {
+        v->xfer = calloc((size_t)B.runs, sizeof *v->xfer);
+        if ((!v->peer && (!v->counters || !v->lat)) || !v->values || !v->xfer) {
             fputs("usched bench: out of memory\n", stderr);
             return 1;
         }
@@ -964,6 +1028,8 @@ int cmd_bench(int argc, char **argv)
             B.total_runs += B.runs;
         }
     }
+    /* One CPU allowed: no probe (no pair of CPUs to measure). */
+    if (B.probe && bench_xfer_cpus(&B.xa, &B.xb) < 0) B.probe = false;
     B.progress_tty = isatty(STDERR_FILENO);
     B.progress |= B.progress_tty;
     char err[256];
@@ -981,6 +1047,9 @@ int cmd_bench(int argc, char **argv)
             struct variant *v = &B.v[i];
             if (v->skipped) continue;
             progress_start(v, r);
+            /* Between runs, on a machine otherwise as quiet as the runs
+             * leave it: 10,000 round trips, 1-4 ms here. */
+            v->xfer[r] = B.probe ? bench_xfer_probe(B.xa, B.xb, 10000) : NAN;
             if (v->peer)
                 run_peer(v, r);
             else
@@ -991,6 +1060,7 @@ int cmd_bench(int argc, char **argv)
     if (!B.json) {
         print_summary();
         print_seed();
+        print_xfer();
         print_counters();
         if (B.peers) print_peers();
     }
@@ -998,6 +1068,7 @@ int cmd_bench(int argc, char **argv)
         free(B.v[i].values);
         free(B.v[i].counters);
         free(B.v[i].lat);
+        free(B.v[i].xfer);
     }
     free(B.v);
     B.v = NULL; /* the network sweep calls cmd_bench once per point */
