@@ -297,6 +297,25 @@ int usched_policy_register(const struct usched_ops *ops);
                                        (counted as steal_deferred) or pulling
                                        from the global queue (counted as
                                        global_deferred). */
+#define USCHED_OPS_SYNC_REUSE 0x10u /* a sync hand-off answer may be reused:
+                                       after select_cpu answered a SYNC
+                                       wake-up with the waker's own CPU, slot
+                                       NEXT, reason SYNC, the core places the
+                                       next wake-ups of the same fiber by the
+                                       same waker the same way without asking
+                                       (counted as place_sync and
+                                       sync_reused), while: the waker's last
+                                       wake-up was of this fiber and this
+                                       fiber's last waker was it, the waker's
+                                       CPU has nothing queued, no knob has
+                                       changed and, with knob smt on an SMT
+                                       machine, the waker's CPU has no busy
+                                       sibling while a whole core of its LLC
+                                       idles; the 16th wake-up asks again.
+                                       For a policy whose pair answer depends
+                                       on nothing else (its state for the two
+                                       fibers does not change while they wake
+                                       only each other). */
 
 /* ---- what a policy may read (all O(1) or O(mask words), lock-free) --------
  * Every CPU, level and group argument is checked: out of range, the answer is

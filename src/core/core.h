@@ -92,6 +92,7 @@ struct usched_task {
     uint32_t magic;             /* USCHED_TASK_MAGIC while alive */
     _Atomic uint32_t jstate;    /* USCHED__J_* bits: the join protocol (fiber.c, J1-J5) */
     int cpu;                    /* last CPU it ran on (-1: never ran) */
+    uint8_t reuse_left;         /* sync answer reuses left (place.c; 0 at spawn: memo_* unset) */
     struct usched_task *joiner; /* fiber waiting in join: written before USCHED__J_WAIT is set */
     struct usched__owaiter *owaiter; /* outside thread waiting: likewise */
     uint64_t id;
@@ -115,6 +116,13 @@ struct usched_task {
     struct usched_task *qnext;  /* global queue / bound list link */
     struct usched_task *link;   /* wait-queue link (owner: the wait queue) */
     uint8_t blk;                /* what it is about to block on (USCHED__TBLK_*, trace.h); owner */
+    /* ---- the sync hand-off reuse (place.c, USCHED_OPS_SYNC_REUSE): written
+     * by the CPU deciding a wake-up of this fiber (memo_*) or by this fiber
+     * (last_wakee); read only after reuse_left > 0, or compared with a live
+     * fiber's id (a previous life's value cannot match: see place.c) ---- */
+    uint64_t memo_waker;        /* id of the waker the policy answered SYNC for */
+    uint32_t memo_gen;          /* knob generation of that answer */
+    uint64_t last_wakee;        /* id of the fiber this one last woke */
     usched__fctx_t fctx;        /* made at first run (sched.c, first_run); owner: the worker running it */
 };
 _Static_assert(offsetof(struct usched_task, s) + sizeof(usched_t *) <= 64,

@@ -96,6 +96,7 @@ int usched__knobs_parse(usched__knobs_t *k, const char *spec, bool running)
     if (rc < 0) return rc;
     for (int i = 0; i < USCHED_NKNOBS; i++)
         if (set[i]) atomic_store_explicit(&k->v[i], vals[i], memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->gen, 1, memory_order_release);
     return 0;
 }
 

@@ -96,6 +96,9 @@ extern const struct usched__knob_info usched__knob_table[USCHED_NKNOBS];
 
 typedef struct usched__knobs {
     _Atomic int64_t v[USCHED_NKNOBS];
+    /* Bumped by every successful parse: a reused decision (place.c) made
+     * under other knob values is not reused. */
+    _Atomic uint32_t gen;
 } usched__knobs_t;
 
 void usched__knobs_default(usched__knobs_t *k);

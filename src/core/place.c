@@ -117,15 +117,78 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
     return r;
 }
 
+/*
+ * The sync hand-off reuse (USCHED_OPS_SYNC_REUSE): a ping-pong pair asks the
+ * policy once in REUSE_EVERY wake-ups; a decision cost a round trip of two
+ * wake-ups 650 of its 1,590 instructions (bench/micro/count_locked.py).
+ * Reused only while nothing the answer read has changed:
+ *   - the two fibers woke only each other: the waker's last wake-up was of t
+ *     (last_wakee), t's was of the waker, and t's last waker - the one the
+ *     answer is for - was the waker (a wake-up by anyone else is decided,
+ *     and clears the memo). So neither made a wakee flip since, and a
+ *     policy's flip counts (its wide test) stand as they were;
+ *   - the knobs (their generation);
+ *   - the waker's CPU still has nothing queued (the answer's "the waker's CPU
+ *     has nothing else to run");
+ *   - with knob smt, the waker's CPU is not beside a busy sibling while a
+ *     whole core idles (idle state changes at any time).
+ * A descriptor's memo fields are never read from a previous life: reuse_left
+ * is 0 at spawn, and memo_waker is written (with the waker's id, unique) only
+ * by a decision that also wrote the waker's last_wakee; a previous life's
+ * last_wakee cannot match either, as a new fiber's memo needs such a
+ * decision first.
+ */
+#define REUSE_EVERY 16
+
+static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_task *w,
+                     const struct usched_task *t, bool *beside_busy)
+{
+    if (!t->reuse_left || t->memo_waker != w->id || w->last_wakee != t->id || t->last_wakee != w->id ||
+        t->memo_gen != atomic_load_explicit(&s->knobs.gen, memory_order_relaxed) ||
+        atomic_load_explicit(&self->next, memory_order_relaxed) || usched__ring_len(&self->ring) ||
+        atomic_load_explicit(&self->inbox_n, memory_order_relaxed) ||
+        atomic_load_explicit(&self->nbound, memory_order_relaxed))
+        return false;
+    *beside_busy = usched__idle_beside_busy(s, self->cpu);
+    return !(*beside_busy && usched__knob_get(&s->knobs, USCHED_KNOB_smt));
+}
+
 /* The placement of a spawn (the spawner knows its worker) or a wake-up
  * (usched__wake looks it up). */
 void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
 {
     int waker = self ? self->cpu : -1;
     if (!self) flags |= USCHED_SEL_OUTSIDE;
-    if ((flags & USCHED_SEL_WAKE) && usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
+    struct usched_task *wf = self ? self->cur : NULL; /* the waking fiber, if any */
+    bool sync = (flags & (USCHED_SEL_WAKE | USCHED_SEL_SYNC | USCHED_SEL_IO | USCHED_SEL_EXIT)) ==
+                (USCHED_SEL_WAKE | USCHED_SEL_SYNC) && wf;
+    uint32_t gen = 0;
+    if (flags & USCHED_SEL_WAKE) {
+        if (usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
+        bool beside = false;
+        if (sync && reuse_ok(s, self, wf, t, &beside)) {
+            t->reuse_left--;
+            USCHED__TRACE_T(s, self, USCHED__TEV_wake, t->id, wf->id, waker, USCHED_REASON_SYNC);
+            usched__stat_inc(self, s, USCHED_STAT_place_bound + USCHED_REASON_SYNC);
+            usched__stat_inc(self, s, USCHED_STAT_sync_reused);
+            usched__stat_inc(self, s, USCHED_STAT_wake_local);
+            if (beside) usched__stat_inc(self, s, USCHED_STAT_smt_busy_sibling); /* knob smt off */
+            atomic_store_explicit(&self->next_spawn, 0, memory_order_relaxed);
+            usched__wk_local_put(s, self, t, USCHED_SLOT_NEXT); /* the slot is empty: nothing displaced */
+            return;
+        }
+        if (t->reuse_left) t->reuse_left = 0;
+        if (wf) wf->last_wakee = t->id;
+        gen = atomic_load_explicit(&s->knobs.gen, memory_order_acquire); /* before the decision reads knobs */
+    }
 
     struct usched_select_result r = decide(s, self, t, flags, waker);
+    if (sync && r.reason == USCHED_REASON_SYNC && r.slot == USCHED_SLOT_NEXT && r.cpu == waker &&
+        t->bound < 0 && (s->ops->flags & USCHED_OPS_SYNC_REUSE)) {
+        t->memo_waker = wf->id;
+        t->memo_gen = gen;
+        t->reuse_left = REUSE_EVERY - 1;
+    }
     USCHED__TRACE_T(s, self, (flags & USCHED_SEL_FORK) ? USCHED__TEV_spawn : (flags & USCHED_SEL_IO) ? USCHED__TEV_io_ready : USCHED__TEV_wake,
                     t->id, self && self->cur ? self->cur->id : 0, r.cpu, r.reason); /* before t is queued */
     if (r.slot == USCHED_SLOT_SHARED && r.cpu < 0) {

@@ -54,7 +54,8 @@ const struct usched_ops *usched__policy_find(const char *name)
     return NULL;
 }
 
-#define KNOWN_OPS_FLAGS (USCHED_OPS_SHARED_RQ | USCHED_OPS_NO_STEAL | USCHED_OPS_TRACK_TIME | USCHED_OPS_SMT_RULE)
+#define KNOWN_OPS_FLAGS (USCHED_OPS_SHARED_RQ | USCHED_OPS_NO_STEAL | USCHED_OPS_TRACK_TIME | USCHED_OPS_SMT_RULE | \
+                         USCHED_OPS_SYNC_REUSE)
 
 USCHED_EXPORT int usched_policy_register(const struct usched_ops *ops)
 {

@@ -318,7 +318,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
 const struct usched_ops usched__policy_usched = {
     .name = "usched",
     .brief = "default: sync pairs on one CPU, idle cores first, nearest LLC outwards, no wasted cores",
-    .flags = USCHED_OPS_SMT_RULE,
+    .flags = USCHED_OPS_SMT_RULE | USCHED_OPS_SYNC_REUSE,
     .task_state_size = sizeof(struct usched_pstate),
     .cpu_state_size = sizeof(struct usched_pcpu),
     .init = usched_init,

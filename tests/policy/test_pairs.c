@@ -3,6 +3,9 @@
  *  - a ping-pong pair stays on one CPU with affine=1 (the wakee goes to the
  *    waker's next slot), both with the SYNC hint and, without it, once the
  *    two fibers have woken each other; with affine=0 no sync placement;
+ *  - the policy's sync answer is reused (USCHED_OPS_SYNC_REUSE) for at most
+ *    15 wake-ups in a row, never under another policy, and never after a
+ *    knob changed: affine=0 set mid-run stops every sync placement at once;
  *  - a 1:N waker (a dispatcher waking N workers that answer it) is detected
  *    as wide: its workers spread over idle CPUs and never queue in the
  *    dispatcher's next slot; with wake_wide_factor=4096 (never wide) the
@@ -22,6 +25,9 @@ struct pp {
     _Atomic long same; /* iterations where both ran on one CPU (after warm-up) */
     _Atomic int woken_by[2]; /* side that last woke each side, -1 none */
     _Atomic long pair_wakes; /* wake-ups of one side by the other when each last woke the other */
+    usched_t *s;
+    long knob_at;            /* > 0: side 0 sets affine=0 at this round */
+    uint64_t sync_at_knob;   /* place_sync just after it did */
 };
 
 struct pp_side {
@@ -40,6 +46,10 @@ static void pp_fn(void *arg)
         if (me == 0 && i >= 10 && atomic_load(&pp->cpu[0]) == atomic_load(&pp->cpu[1]))
             atomic_fetch_add(&pp->same, 1);
         if (me == 1 && i == pp->rounds - 1) break;
+        if (me == 0 && i == pp->knob_at && pp->knob_at > 0) {
+            ASSERT_OK(usched_set(pp->s, "knobs", "affine=0"));
+            pp->sync_at_knob = pt_stat(pp->s, "place_sync");
+        }
         /* A post that finds the other side not yet waiting wakes nobody:
          * only real wake-ups reach the policy, and it sees a pair (without
          * the hint) once each side's last wake-up came from the other. */
@@ -64,10 +74,11 @@ static uint64_t print_placements(usched_t *s)
     return placed;
 }
 
-static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
+static void pingpong_on(const char *policy, const char *knobs, unsigned flags, bool expect_pair, long knob_at)
 {
-    usched_t *s = pt_start("usched", TOPO, knobs);
-    struct pp pp = {.rounds = test_scale(2000), .flags = flags, .woken_by = {-1, -1}};
+    usched_t *s = pt_start(policy, TOPO, knobs);
+    struct pp pp = {.rounds = test_scale(2000), .flags = flags, .woken_by = {-1, -1}, .s = s,
+                    .knob_at = knob_at};
     struct pp_side sd[2] = {{&pp, 0}, {&pp, 1}};
     usched_task_t *t[2];
     ASSERT_OK(usched_spawn(s, &t[1], pp_fn, &sd[1]));
@@ -79,7 +90,23 @@ static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
     printf("pingpong %-22s flags=%u rounds=%ld same_cpu=%ld", knobs, flags, pp.rounds, atomic_load(&pp.same));
     uint64_t placed = print_placements(s);
     long pair_wakes = atomic_load(&pp.pair_wakes);
-    printf(" wakes_as_pair=%ld\n", pair_wakes);
+    uint64_t reused = pt_stat(s, "sync_reused");
+    printf(" wakes_as_pair=%ld sync_reused=%llu\n", pair_wakes, (unsigned long long)reused);
+    /* A reuse is a sync placement; each asked answer serves at most 15 */
+    ASSERT_LE(reused, sync);
+    ASSERT_LE(reused, 15 * (sync - reused));
+    if (strcmp(policy, "usched")) { /* only a policy that allows it */
+        ASSERT_EQ_U(reused, 0);
+        ASSERT_OK(usched_destroy(s));
+        return;
+    }
+    if (knob_at > 0) {
+        /* the knob's generation changed: not one more sync placement */
+        ASSERT_EQ_U(sync, pp.sync_at_knob);
+        ASSERT_GT(pp.sync_at_knob, 0);
+        ASSERT_OK(usched_destroy(s));
+        return;
+    }
     if (expect_pair) {
         /* Every wake-up of a pair keeps the wakee on the waker's CPU: with
          * the hint every wake-up but the spawns, without it those where
@@ -102,11 +129,18 @@ static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
         if (!getenv("USCHED_TEST_EMULATOR")) {
             ASSERT_GE(atomic_load(&pp.same) * 10, measured * 9);
             ASSERT_GE(sync * 10, (uint64_t)(2 * measured) * 9);
+            /* the hinted pair wakes only each other: most answers reused */
+            if (flags & USCHED_SEL_SYNC) ASSERT_GE(reused * 2, sync);
         }
     } else {
         ASSERT_EQ_U(sync, 0);
     }
     ASSERT_OK(usched_destroy(s));
+}
+
+static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
+{
+    pingpong_on("usched", knobs, flags, expect_pair, 0);
 }
 
 /* ---- 1:N ------------------------------------------------------------------ */
@@ -209,6 +243,9 @@ int main(void)
     pingpong("spin_us=0,affine=1", USCHED_SEL_SYNC, true);
     pingpong("spin_us=0,affine=1", 0, true);
     pingpong("spin_us=0,affine=0", USCHED_SEL_SYNC, false);
+    /* another policy's answers are never reused (linux does not set the flag) */
+    pingpong_on("linux", "spin_us=0,affine=1", USCHED_SEL_SYNC, false, 0);
+    pingpong_on("usched", "spin_us=0,affine=1", USCHED_SEL_SYNC, true, test_scale(2000) / 2);
     /* steal=0: where the policy places the wakees, not where idle CPUs
      * may later steal them from (the dispatcher's CPU idles between rounds). */
     one_to_n("spin_us=0,steal=0", true);
