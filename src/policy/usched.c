@@ -7,7 +7,10 @@
  *     next slot; a sync pair - the two fibers woke each other last, or the
  *     SYNC hint -
  *     whose waker's CPU has nothing else to run goes to the waker's next
- *     slot (hot-cache hand-off), unless the waker is wide (below);
+ *     slot (hot-cache hand-off), unless the waker is wide (below); with
+ *     the SYNC hint the core reuses that answer for up to 15 following
+ *     wake-ups of the pair while nothing it read changes
+ *     (USCHED_OPS_SYNC_REUSE, docs/policies.md);
  *  3. prev, if it is idle, shares the waker's LLC (or the wake came from
  *     outside) and, with smt=1, its whole core is idle or the LLC has no
  *     idle core;
