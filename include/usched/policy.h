@@ -304,10 +304,12 @@ int usched_policy_register(const struct usched_ops *ops);
                                        next wake-ups of the same fiber by the
                                        same waker the same way without asking
                                        (counted as place_sync and
-                                       sync_reused), while: the waker's last
-                                       wake-up was of this fiber and this
-                                       fiber's last waker was it, the waker's
-                                       CPU has nothing queued, no knob has
+                                       sync_reused), while: the two wake only
+                                       each other (the waker's last wake-up
+                                       was of this fiber, this fiber's was of
+                                       the waker, and this fiber's last waker
+                                       was it), the waker's CPU has nothing
+                                       queued, no knob has
                                        changed and, with knob smt on an SMT
                                        machine, the waker's CPU has no busy
                                        sibling while a whole core of its LLC
