@@ -303,7 +303,14 @@ int usched__quota_read(const char *root, struct usched__quota *q)
     for (;;) {
         int64_t quota = 0, period = 0;
         r = read_limit(h.version, dir, &quota, &period, q, file, sizeof file);
-        if (r < 0) return r;
+        if (r < 0) {
+            /* Ignored as a whole, even if a descendant's limit was read:
+             * never a half-filled limit (limited, no workers). */
+            q->limited = 0;
+            q->quota_us = q->period_us = 0;
+            q->file[0] = '\0';
+            return r;
+        }
         if (r && (!q->limited || (unsigned __int128)quota * (uint64_t)q->period_us <
                                      (unsigned __int128)q->quota_us * (uint64_t)period)) {
             q->limited = 1;

@@ -133,6 +133,10 @@ int main(void)
     unlimited("bad-oneword", -EINVAL, "cpu.max: '100000' is not 'QUOTA PERIOD'");
     unlimited("bad-huge", -EINVAL, "quota '99999999999999999999999'");
     unlimited("v1-noperiod", -ENOENT, "cpu.cfs_period_us: missing or unreadable beside a quota");
+    /* a limit read in the cgroup, then an ancestor's malformed: the whole
+     * limit is ignored, not half kept (the fuzzer's find: limited with 0
+     * workers) */
+    unlimited("v1-badparent", -ENOENT, "cpu/cpu.cfs_period_us: missing or unreadable beside a quota");
     unlimited("bad-cgroup", -EINVAL, "proc/self/cgroup line 1: not 'id:controllers:/path'");
     unlimited("bad-mountinfo", -EINVAL, "proc/self/mountinfo line 2: not a mountinfo line");
     unlimited("outside", -EINVAL, "cgroup '/elsewhere/x' is outside the cgroup mounted at "
