@@ -471,7 +471,7 @@ static void report_run(const struct variant *v, int run, double value, const cha
         printf("tps = %.1f (%.6g %s)\n", tps_of(value), value, unit());
     if (B.probe) {
         if (isnan(v->xfer[run]))
-            printf("  cross-CPU round trip before the run: not measured (the probe took over 1 s)\n");
+            printf("  cross-CPU round trip before the run: not measured (its threads could not start, or it took over 1 s)\n");
         else
             printf("  cross-CPU round trip before the run: %.0f ns\n", v->xfer[run]);
     }
