@@ -50,6 +50,12 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # same round (run 1 against run 1, ...), empty when no round has both.
 medians() {
     awk '
+    # median(a, n): sorts a[1..n] (insertion sort) and returns its median
+    function median(a, n,   i, j, t) {
+        for (i = 2; i <= n; i++)
+            for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
     function field(k,   m) {
         if (match($0, "\"" k "\":\"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":\"", "", m); sub("\"$", "", m); return m }
         if (match($0, "\"" k "\":[^,}]*")) { m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":", "", m); return m }
@@ -68,16 +74,15 @@ medians() {
     END {
         for (i = 1; i <= n; i++) {
             s = order[i]; c = cnt[s] + 0
-            for (a = 2; a <= c; a++)          # insertion sort of the values
-                for (b = a; b > 1 && vals[s, b - 1] > vals[s, b]; b--) { t = vals[s, b]; vals[s, b] = vals[s, b - 1]; vals[s, b - 1] = t }
-            med = c == 0 ? "" : (c % 2 ? vals[s, (c + 1) / 2] : (vals[s, c / 2] + vals[s, c / 2 + 1]) / 2)
+            split("", sv)
+            for (a = 1; a <= c; a++) sv[a] = vals[s, a]
+            med = c == 0 ? "" : median(sv, c)
             k = 0
+            split("", pr)
             for (r = 1; r <= nruns; r++)
                 if (((s, r) in byrun) && (("usched", r) in byrun) && byrun[s, r] > 0 && byrun["usched", r] > 0)
                     pr[++k] = hib[s] == "true" ? byrun["usched", r] / byrun[s, r] : byrun[s, r] / byrun["usched", r]
-            for (a = 2; a <= k; a++)
-                for (b = a; b > 1 && pr[b - 1] > pr[b]; b--) { t = pr[b]; pr[b] = pr[b - 1]; pr[b - 1] = t }
-            paired = k == 0 ? "" : sprintf("%.2fx", k % 2 ? pr[(k + 1) / 2] : (pr[k / 2] + pr[k / 2 + 1]) / 2)
+            paired = k == 0 ? "" : sprintf("%.2fx", median(pr, k))
             printf "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s, med, unit[s], hib[s], c, note[s], paired
         }
     }' "$1"

@@ -632,6 +632,13 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Sorts x[0..n) and returns its median (n > 0). */
+static double median_of(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
 static struct summary summarize(const struct variant *v)
 {
     struct summary s = {0};
@@ -641,8 +648,7 @@ static struct summary summarize(const struct variant *v)
     for (int i = 0; i < s.n; i++) s.mean += sorted[i] / s.n;
     for (int i = 0; i < s.n; i++) s.sd += (sorted[i] - s.mean) * (sorted[i] - s.mean);
     s.sd = s.n > 1 ? sqrt(s.sd / (s.n - 1)) : 0;
-    qsort(sorted, (size_t)s.n, sizeof *sorted, cmp_double);
-    if (s.n) s.median = s.n % 2 ? sorted[s.n / 2] : (sorted[s.n / 2 - 1] + sorted[s.n / 2]) / 2;
+    if (s.n) s.median = median_of(sorted, s.n);
     free(sorted);
     return s;
 }
@@ -832,9 +838,7 @@ static double paired_ratio(const struct variant *ref, const struct variant *v)
     for (int r = 0; r < m; r++)
         if (!isnan(ref->values[r]) && !isnan(v->values[r]) && ref->values[r] > 0 && v->values[r] > 0)
             x[n++] = advantage(ref->values[r], v->values[r]);
-    if (!n) return NAN;
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+    return n ? median_of(x, n) : NAN;
 }
 
 static void print_peers(void)
