@@ -55,8 +55,9 @@
  *       write, which is one);
  *   W3. if c's state is PARKED, CASes it to RUNNING and futex-wakes c.
  * Either the parker sees the fiber at P3, or the waker sees PARKED at W3: no
- * wake-up is lost. A spawn onto the local ring wakes one parked CPU when no
- * CPU spins (wakep); the woken CPU spins and steals. Under the policy's smt
+ * wake-up is lost. A spawn onto the local ring or next slot wakes one
+ * parked CPU when no CPU spins (wakep, which begins with W2's fence: those
+ * puts are plain stores); the woken CPU spins and steals. Under the policy's smt
  * rule (USCHED_OPS_SMT_RULE) wakep prefers a CPU of a whole idle core, and a
  * thief beside a busy sibling defers to one (steal's S1-S4).
  * I/O (src/io/poller.c has the full protocol; core/poller.h the hooks):
@@ -170,6 +171,14 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
  * the woken worker clears it. */
 void usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
 {
+    /* W2 for work published with plain stores (an owner's put into its
+     * empty next slot, its ring's tail): without it the store could still
+     * sit in this CPU's store buffer while the loads below read a spinner
+     * that then parks - whose P3 misses the store - and the fiber waits for
+     * its spawner to yield (core_nextslot's stranded case under load: 3 runs
+     * of 20). The fence is cheap beside a spawn; callers that published with
+     * a locked instruction pay it twice. */
+    usched__full_fence();
     if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return;
     if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return;
     if (atomic_load_explicit(&s->waking, memory_order_relaxed)) return;
