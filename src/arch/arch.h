@@ -35,6 +35,7 @@ void usched__ctx_make(usched__ctx_t *ctx, void *lo, size_t size,
 /* cpu.h provides:
  *   static inline void usched__cpu_relax(void);      pause / yield hint
  *   static inline uint64_t usched__cycles(void);     cheap monotonic counter
+ *   static inline void usched__prefetch_w(const void *p); line p, for writing
  */
 
 #endif

@@ -283,6 +283,19 @@ static inline void poll_timers(struct usched__wk *w)
 
 static struct usched_task *gq_pull(usched_t *s, struct usched__wk *w);
 
+/* The fiber this CPU's ring gives next: its descriptor's first two lines,
+ * which its prologue writes (cpu, the stack it trades), asked for while the
+ * one just popped runs. Stolen fibers and fibers woken elsewhere come with
+ * those lines in another CPU's cache. */
+static inline void prefetch_next(struct usched__wk *w)
+{
+    const char *n = usched__ring_peek_lifo(&w->ring);
+    if (n) {
+        usched__prefetch_w(n);
+        usched__prefetch_w(n + 64);
+    }
+}
+
 static struct usched_task *find_local(usched_t *s, struct usched__wk *w)
 {
     usched__wk_inbox_drain(s, w);
@@ -310,7 +323,10 @@ static struct usched_task *find_local(usched_t *s, struct usched__wk *w)
      * last), so fork-join trees unfold depth first; every 31st pick the
      * oldest, so no fiber waits forever behind newer ones. */
     if (w->tick % USCHED_FIFO_EVERY == 0 && (t = usched__ring_pop(&w->ring))) return t;
-    if ((t = usched__ring_pop_lifo(&w->ring))) return t;
+    if ((t = usched__ring_pop_lifo(&w->ring))) {
+        prefetch_next(w);
+        return t;
+    }
     return usched__wk_bound_get(w);
 }
 
@@ -442,6 +458,7 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
                         usched__wk_ring_put(s, w, x);
                 }
                 if (t) {
+                    prefetch_next(w);
                     USCHED__TRACE(s, w, steal, t->id, taken, v, level);
                     stolen(s, w);
                     usched__stat_add(&w->stats, steal_stat[level], 1);

@@ -204,6 +204,12 @@ void *usched__ring_pop_lifo(usched__ring_spmc_t *r)
     return take_at(r, hw, t, t - 1) ? item : NULL;
 }
 
+void *usched__ring_peek_lifo(const usched__ring_spmc_t *r)
+{
+    uint32_t t = own_tail(r);
+    return t == hidx(load_head(r)) ? NULL : slot_get(r, t - 1);
+}
+
 bool usched__ring_take(usched__ring_spmc_t *r, const void *item)
 {
     for (;;) {

@@ -54,6 +54,9 @@ void *usched__ring_pop(usched__ring_spmc_t *r);
 /* Owner only. Pops the newest item (the tail end: LIFO) with one CAS (T1-T4
  * in ring.c); NULL when empty or when a thief took the last one. */
 void *usched__ring_pop_lifo(usched__ring_spmc_t *r);
+/* Owner only. The item the next LIFO pop would return, or NULL when empty;
+ * a hint (a thief may take it first), for prefetching. */
+void *usched__ring_peek_lifo(const usched__ring_spmc_t *r);
 /* Owner only. Takes `item` out of the ring wherever it is (found newest
  * first; the items above it move down one slot, keeping their order), with
  * one CAS. False if it is not in the ring (never was, or a thief took it). */

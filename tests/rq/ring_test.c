@@ -127,13 +127,17 @@ static void lifo(uint32_t start)
 {
     usched__ring_init_at(&ra, start);
     RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
+    RQ_ASSERT_PTR_EQ(usched__ring_peek_lifo(&ra), NULL);
     ASSERT(!usched__ring_take(&ra, item(0)));
     for (uintptr_t i = 0; i < N; i++)
         ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
     ASSERT_EQ(usched__ring_push_head(&ra, item(999)), -ENOSPC);
-    for (uintptr_t i = N; i-- > 0;)
+    for (uintptr_t i = N; i-- > 0;) {
+        ASSERT_EQ_U(id(usched__ring_peek_lifo(&ra)), i); /* what the pop then returns */
         ASSERT_EQ_U(id(usched__ring_pop_lifo(&ra)), i);
+    }
     RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
+    RQ_ASSERT_PTR_EQ(usched__ring_peek_lifo(&ra), NULL);
     ASSERT_EQ(usched__ring_len(&ra), 0);
 
     /* 0..9, take 9 (top), 4 (middle), 0 (bottom), and one not there. */

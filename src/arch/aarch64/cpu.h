@@ -18,4 +18,11 @@ static inline uint64_t usched__cycles(void)
     return v;
 }
 
+/* Asks for the cache line at p in a state this CPU may write (prfm
+ * pstl1keep); a hint: p need not be mapped. */
+static inline void usched__prefetch_w(const void *p)
+{
+    __builtin_prefetch(p, 1, 3);
+}
+
 #endif
