@@ -10,7 +10,8 @@
 # (paths with a periodic slow step, such as the next slot's demotion every
 # next_cap runs, need a window longer than that period).
 # With COUNT_BY_FUNCTION=1 in the environment it also prints how many
-# instructions each function executed.
+# instructions each function executed; with COUNT_BY_LINE=1, each source line
+# (file:line, the 40 busiest).
 import collections
 import os
 
@@ -31,6 +32,7 @@ sum_total = sum_locked = 0
 for sample in range(SAMPLES):
     gdb.execute("stepi", to_string=True)  # leave the mark
     total, locked, where, funcs = 0, 0, collections.Counter(), collections.Counter()
+    lines = collections.Counter()
     while True:
         frame = gdb.selected_frame()
         pc = frame.pc()
@@ -43,6 +45,10 @@ for sample in range(SAMPLES):
             where[(frame.name() or "?") + ": " + insn.split("  ")[0].strip()] += 1
         total += 1
         funcs[frame.name() or "?"] += 1
+        if os.environ.get("COUNT_BY_LINE"):
+            sal = gdb.find_pc_line(pc)
+            name = os.path.basename(sal.symtab.filename) if sal.symtab else "?"
+            lines["%s:%d" % (name, sal.line)] += 1
         gdb.execute("stepi", to_string=True)
     print("hand-off %d: %d instructions, %d locked" % (sample, total, locked))
     sum_total += total
@@ -52,5 +58,7 @@ for sample in range(SAMPLES):
     if os.environ.get("COUNT_BY_FUNCTION"):
         for k, n in funcs.most_common():
             print("  %5d in %s" % (n, k))
+    for k, n in lines.most_common(40):
+        print("  %5d at %s" % (n, k))
 print("mean of %d: %.1f instructions, %.2f locked" % (SAMPLES, sum_total / SAMPLES, sum_locked / SAMPLES))
 gdb.execute("kill")

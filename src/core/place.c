@@ -153,8 +153,24 @@ static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_t
     return !(*beside_busy && usched__knob_get(&s->knobs, USCHED_KNOB_smt));
 }
 
+/* A reused sync answer (reuse_ok said yes; self is a worker of s): t into
+ * the waker's empty next slot, counted as the decision it repeats. */
+static void place_reused(usched_t *s, struct usched__wk *self, struct usched_task *wf, struct usched_task *t,
+                         bool beside)
+{
+    if (usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
+    t->reuse_left--;
+    USCHED__TRACE_T(s, self, USCHED__TEV_wake, t->id, wf->id, self->cpu, USCHED_REASON_SYNC);
+    usched__stat_add(&self->stats, USCHED_STAT_place_bound + USCHED_REASON_SYNC, 1);
+    usched__stat_add(&self->stats, USCHED_STAT_sync_reused, 1);
+    usched__stat_add(&self->stats, USCHED_STAT_wake_local, 1);
+    if (beside) usched__stat_add(&self->stats, USCHED_STAT_smt_busy_sibling, 1); /* knob smt off */
+    atomic_store_explicit(&self->next_spawn, 0, memory_order_relaxed);
+    usched__wk_local_put(s, self, t, USCHED_SLOT_NEXT); /* the slot is empty: nothing displaced */
+}
+
 /* The placement of a spawn (the spawner knows its worker) or a wake-up
- * (usched__wake looks it up). */
+ * (usched__wake looks it up, and tries a reused sync answer first). */
 void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
 {
     int waker = self ? self->cpu : -1;
@@ -165,18 +181,6 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
     uint32_t gen = 0;
     if (flags & USCHED_SEL_WAKE) {
         if (usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
-        bool beside = false;
-        if (sync && reuse_ok(s, self, wf, t, &beside)) {
-            t->reuse_left--;
-            USCHED__TRACE_T(s, self, USCHED__TEV_wake, t->id, wf->id, waker, USCHED_REASON_SYNC);
-            usched__stat_inc(self, s, USCHED_STAT_place_bound + USCHED_REASON_SYNC);
-            usched__stat_inc(self, s, USCHED_STAT_sync_reused);
-            usched__stat_inc(self, s, USCHED_STAT_wake_local);
-            if (beside) usched__stat_inc(self, s, USCHED_STAT_smt_busy_sibling); /* knob smt off */
-            atomic_store_explicit(&self->next_spawn, 0, memory_order_relaxed);
-            usched__wk_local_put(s, self, t, USCHED_SLOT_NEXT); /* the slot is empty: nothing displaced */
-            return;
-        }
         if (t->reuse_left) t->reuse_left = 0;
         if (wf) wf->last_wakee = t->id;
         gen = atomic_load_explicit(&s->knobs.gen, memory_order_acquire); /* before the decision reads knobs */
@@ -243,11 +247,19 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
 
 void usched__wake(usched_task_t *t, unsigned flags)
 {
-    if (t->s->track_time) {
+    usched_t *s = t->s;
+    if (s->track_time) {
         t->woke_ns = usched__now_ns();
         t->ran_ns = 0;
     }
     struct usched__wk *self = usched__self_wk(); /* decided here if it is a worker of t's scheduler */
-    usched__place_on(t->s, self && self->s == t->s ? self : NULL, t,
-                     USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO)));
+    if (self && self->s != s) self = NULL;
+    flags = USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO));
+    bool beside = false;
+    if (flags == (USCHED_SEL_WAKE | USCHED_SEL_SYNC) && self && self->cur &&
+        reuse_ok(s, self, self->cur, t, &beside)) {
+        place_reused(s, self, self->cur, t, beside);
+        return;
+    }
+    usched__place_on(s, self, t, flags);
 }

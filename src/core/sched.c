@@ -223,7 +223,7 @@ static inline void sched_seq_bump(struct usched__wk *w, memory_order mo)
 
 static void finish_prev(usched_t *s, struct usched__wk *w);
 static inline void poll_timers(struct usched__wk *w);
-static void leave(int post, void (*fn)(void *), void *arg);
+static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg);
 
 /* A new fiber's first code (fiber.c makes its context with it). */
 void usched__fiber_entry(void *arg)
@@ -234,7 +234,7 @@ void usched__fiber_entry(void *arg)
     finish_prev(t->s, w);
     poll_timers(w);
     t->fn(t->arg);
-    leave(POST_EXIT, NULL, NULL);
+    leave(usched__self_wk(), POST_EXIT, NULL, NULL); /* fn may have moved it to another worker */
     __builtin_unreachable();
 }
 
@@ -245,8 +245,9 @@ void usched__block(void (*after)(void *), void *arg)
 
 void usched__block_on(int blk, void (*after)(void *), void *arg)
 {
-    usched__self_wk()->cur->blk = (uint8_t)blk;
-    leave(POST_BLOCK, after, arg);
+    struct usched__wk *w = usched__self_wk();
+    w->cur->blk = (uint8_t)blk;
+    leave(w, POST_BLOCK, after, arg);
 }
 
 USCHED_EXPORT void usched_yield(void)
@@ -256,7 +257,7 @@ USCHED_EXPORT void usched_yield(void)
         sched_yield();
         return;
     }
-    leave(POST_YIELD, NULL, NULL);
+    leave(w, POST_YIELD, NULL, NULL);
 }
 
 int usched__timer_add(usched__timer_t *t)
@@ -800,14 +801,14 @@ static void finish_prev(usched_t *s, struct usched__wk *w)
 }
 
 /*
- * The running fiber gives up its CPU (yield, block or exit). If this CPU has
+ * The running fiber gives up its CPU (yield, block or exit; w is the worker
+ * running it, looked up by the caller). If this CPU has
  * other work queued locally, switch straight to it (one switch, not two via
  * the host); otherwise to the host, which steals, spins or parks. Either way
  * the switched-to context calls finish_prev() for this fiber.
  */
-static void leave(int post, void (*fn)(void *), void *arg)
+static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
 {
-    struct usched__wk *w = usched__self_wk();
     struct usched_task *t = w->cur;
     usched_t *s = t->s;
     struct usched_task *next = find_local(s, w);
