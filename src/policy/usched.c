@@ -146,13 +146,14 @@ struct usched_pcpu {
  * idle prev and 28k on other idle CPUs in one run, linux 18k; with the gate
  * (and the symmetric wide test below) usched's counters match linux's and
  * its tps is within noise of it (docs/policies.md). */
-static bool usched_llc_busy(usched_pol_ctx_t *ctx, const struct usched_priv *P, int waker)
+static bool usched_llc_busy(usched_pol_ctx_t *ctx, const struct usched_priv *P, int waker, bool none_idle)
 {
     if (waker < 0 || !POL_KNOB(ctx, util_gate)) return false;
     struct usched_pcpu *pc = usched_pol_cpu_state(ctx, waker);
     const uint64_t *llc = U_MASK(P, waker, USCHED_LVL_LLC);
     int weight = U_WEIGHT(P, waker, USCHED_LVL_LLC);
-    uint32_t x = usched_busy_share(weight - usched_pol_count_idle(ctx, llc), P->cpu[waker].llc_inv);
+    int idle = none_idle ? 0 : usched_pol_count_idle(ctx, llc);
+    uint32_t x = usched_busy_share(weight - idle, P->cpu[waker].llc_inv);
     pc->util = pc->util - pc->util / 16 + x;
     return pol_sis_budget(weight, (int)(pc->util / 16)) == 0;
 }
@@ -268,29 +269,34 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
 
     int target = (waker >= 0 && affine && !wide && !io) ? waker : (prev >= 0 ? prev : waker);
     if (target < 0) target = 0;
+    /* No CPU idle anywhere (a loaded machine: most wake-ups of a server
+     * pool under load): steps 3-5 would search and find nothing, so they
+     * are skipped. */
+    bool none_idle = usched_pol_find_idle(ctx, NULL, target, false) < 0;
     /* The utilisation gate, for a target in the waker's (busy) LLC: sampled
      * on the wake-ups that get this far (the hand-offs above search
-     * nothing). */
-    bool gated = !io && usched_llc_busy(ctx, P, waker) &&
+     * nothing), a busy LLC's sample when nothing is idle. */
+    bool gated = !io && usched_llc_busy(ctx, P, waker, none_idle) &&
                  usched_shared(P, target, waker) <= USCHED_LVL_LLC;
-
-    /* 3. prev */
-    if (prev >= 0 && !(gated && usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
-        usched_pol_cpu_idle(ctx, prev) &&
-        (waker < 0 || io || usched_shared(P, prev, waker) <= USCHED_LVL_LLC)) {
-        bool ok = !smt || usched_pol_core_idle(ctx, prev) ||
-                  usched_pol_find_idle(ctx, U_MASK(P, prev, USCHED_LVL_LLC), prev, true) < 0;
-        if (ok && usched_pol_claim_idle(ctx, prev)) {
-            out->cpu = prev;
-            out->reason = USCHED_REASON_PREV;
+    if (!none_idle) {
+        /* 3. prev */
+        if (prev >= 0 && !(gated && usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
+            usched_pol_cpu_idle(ctx, prev) &&
+            (waker < 0 || io || usched_shared(P, prev, waker) <= USCHED_LVL_LLC)) {
+            bool ok = !smt || usched_pol_core_idle(ctx, prev) ||
+                      usched_pol_find_idle(ctx, U_MASK(P, prev, USCHED_LVL_LLC), prev, true) < 0;
+            if (ok && usched_pol_claim_idle(ctx, prev)) {
+                out->cpu = prev;
+                out->reason = USCHED_REASON_PREV;
+                return;
+            }
+        }
+        /* 4, 5 */
+        int c = usched_find_near(ctx, P, target, smt, (int)POL_KNOB(ctx, scope), gated, &out->reason);
+        if (c >= 0) {
+            out->cpu = c;
             return;
         }
-    }
-    /* 4, 5 */
-    int c = usched_find_near(ctx, P, target, smt, (int)POL_KNOB(ctx, scope), gated, &out->reason);
-    if (c >= 0) {
-        out->cpu = c;
-        return;
     }
     /* 6: every CPU busy. Stay on target unless the other is less loaded by
      * more than one (ULE's hysteresis): a cross-CPU hand-off costs cache
