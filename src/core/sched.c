@@ -39,7 +39,8 @@
  * round), if fewer than half of the CPUs that are not parked spin already,
  * or if it has just handed a fiber to another CPU (the answer is likely to
  * come back). A spinner that finds work and was the last spinner wakes one
- * more parked CPU when work remains (chained wake-ups, Go's rule).
+ * more parked CPU when work remains (chained wake-ups, Go's rule), and so
+ * does a CPU that finds work at its park re-check (P3).
  * Parking protocol (the numbers are referred to below):
  *   P1. state = PARKED (seq_cst store);
  *   P2. full fence;
@@ -661,9 +662,16 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             w->deferred = 0;
             if ((t = try_all(s, w, true))) {
                 go_busy(s, w);
-                /* C2 (monitor.c): a contended CPU does not spin, so it
-                 * chains the wake-up a spinner would (work left: wake one). */
-                if (usched__wk_contended(w) && work_visible(s, w)) usched__wk_wakep(s, w, w->cpu);
+                /* Chains the wake-up a spinner would (work left: wake
+                 * one), as Go's findrunnable does after its last check. A
+                 * CPU gets here without spinning (C2, monitor.c: it is
+                 * contended) or with work that came after its spin: a
+                 * burst of spawns while it spun out, whose wakep saw it
+                 * spinning and woke nobody. Without this it took one
+                 * fiber and the others waited beside parked CPUs
+                 * (policy_place's steal scenario under qemu: 2 runs of 25,
+                 * the same 3 fibers stranded each time). */
+                if (work_visible(s, w)) usched__wk_wakep(s, w, w->cpu);
                 return t;
             }
             if (w->deferred) sched_yield(); /* S4 */
