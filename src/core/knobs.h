@@ -23,6 +23,10 @@
  *                2-vCPU VM, fib with --noise 1 read 30-85% per 5 ms look.
  *                Not swept.
  *   contend_pin 1  BENCHMARKS.md, "Noisy neighbour" (contend_pin=1 vs 0).
+ *   near_wake 1  `usched bench select` (a server pool on one request
+ *                channel): cross-CPU wake-ups about 3x fewer, idle spins
+ *                from thousands to tens a second; docs/sync.md. The look
+ *                (4 waiters) and the pass limit (16) are not swept.
  *   steal_thresh 2, affinity_us 1000: ULE's defaults (kern.sched.steal_thresh,
  *                affinity = 1 ms per cache level at hz=1000).
  */
@@ -45,6 +49,8 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
       "widest level a wake-up searches for an idle CPU: core, l2, llc, package, numa, machine") \
     X(util_gate, KNOB_BOOL, 1, 0, 1, 1, "usched",                                 \
       "skip a wake-up's idle search inside a busy LLC (SIS_UTIL on a running average)") \
+    X(near_wake, KNOB_BOOL, 1, 0, 1, 1, "all",                                 \
+      "a channel send hands its message to a receiver that last ran on the sender's CPU (of the first 4 waiting) before a longer-waiting one (docs/sync.md)") \
     X(steal, KNOB_BOOL, 1, 0, 1, 1, "usched,linux,ule",                           \
       "idle CPUs steal runnable fibers from busy ones")                           \
     X(steal_thresh, KNOB_INT, 2, 1, 256, 1, "usched,ule",                         \

@@ -245,6 +245,25 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
     }
 }
 
+usched__near_t usched__near_cpu(void)
+{
+    struct usched__wk *w = usched__self_wk();
+    if (!w || !w->cur || !usched__knob_get(&w->s->knobs, USCHED_KNOB_near_wake))
+        return (usched__near_t){NULL, -1};
+    return (usched__near_t){w->s, w->cpu};
+}
+
+bool usched__near_is(usched__near_t n, const usched_task_t *t)
+{
+    return t && t->s == n.s && t->cpu == n.cpu;
+}
+
+void usched__near_taken(usched__near_t n)
+{
+    struct usched__wk *w = usched__self_wk();
+    usched__stat_inc(w && w->s == n.s ? w : NULL, n.s, USCHED_STAT_near_wakes);
+}
+
 void usched__wake(usched_task_t *t, unsigned flags)
 {
     usched_t *s = t->s;

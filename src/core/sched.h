@@ -45,6 +45,20 @@ enum {
  * (timers, the I/O poller) and outside threads. */
 void usched__wake(usched_task_t *t, unsigned flags);
 
+/* Near wake-ups (knob near_wake): of the fibers waiting for one thing, the
+ * one to hand a message to is one that last ran on the caller's CPU. A
+ * waker looks up its CPU once (usched__near_cpu: -1 when the knob is off,
+ * or the caller is not a fiber of t's scheduler, and then there is nothing
+ * to prefer), tests candidates with usched__near_is and, when it passes over
+ * a longer waiter for a near one, counts it with usched__near_taken. */
+typedef struct usched__near {
+    usched_t *s;
+    int cpu;
+} usched__near_t;
+usched__near_t usched__near_cpu(void);
+bool usched__near_is(usched__near_t n, const usched_task_t *t);
+void usched__near_taken(usched__near_t n);
+
 /* Intrusive link for wait queues (owned by the wait queue holding it). */
 usched_task_t **usched__task_link(usched_task_t *t);
 

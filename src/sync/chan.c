@@ -16,6 +16,14 @@
  * exactly one place (a sender's waiter, the ring, a receiver's waiter) and
  * moves under the lock.
  *
+ * Which receiver: a send that finds several receivers parked hands its
+ * message to the first of the four oldest that last ran on the sender's CPU
+ * (knob near_wake; waitq.h, usched__wq_pop_near), else to the oldest: any
+ * receiver may take any message, and a local one is woken with a switch
+ * instead of a cross-CPU hand-off. The oldest is passed over at most 16
+ * times. Which receiver gets a message does not change the order in which
+ * messages are received.
+ *
  * Wake-ups: a send that hands a message to a parked receiver wakes it with
  * USCHED__WAKE_SYNC (as Linux does for pipe writes): the sender of a message
  * typically waits for the answer next, so the policy may run the receiver on
@@ -104,7 +112,7 @@ static void *ring_take(usched_chan_t *c)
 static int send_now(usched_chan_t *c, void *msg)
 {
     if (c->closed) return -EPIPE;
-    struct usched__waiter *r = usched__wq_pop(&c->recvq);
+    struct usched__waiter *r = usched__wq_pop_near(&c->recvq);
     if (r) {
         r->msg = msg;
         usched__wtok_t tok = usched__wq_claim(r, 0);

@@ -110,6 +110,7 @@ void usched__waiter_init(struct usched__waiter *w, int blk)
     w->result = 0;
     w->msg = NULL;
     w->timed = 0;
+    w->passed = 0;
 }
 
 void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w)
@@ -144,6 +145,27 @@ struct usched__waiter *usched__wq_pop(struct usched__waitq *q)
 {
     struct usched__waiter *w = q->head;
     if (w) usched__wq_remove(q, w);
+    return w;
+}
+
+struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q)
+{
+    struct usched__waiter *h = q->head, *w = h;
+    if (!h) return NULL;
+    if (h->next && h->passed < WQ_NEAR_PASS) {
+        usched__near_t here = usched__near_cpu();
+        if (here.cpu >= 0 && !usched__near_is(here, h->task)) {
+            struct usched__waiter *x = h->next;
+            for (int n = 1; x && n < WQ_NEAR_LOOK; x = x->next, n++)
+                if (usched__near_is(here, x->task)) {
+                    w = x;
+                    h->passed++;
+                    usched__near_taken(here);
+                    break;
+                }
+        }
+    }
+    usched__wq_remove(q, w);
     return w;
 }
 

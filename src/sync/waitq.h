@@ -58,6 +58,7 @@ struct usched__waiter {
     int result;                         /* written by the claimer before the CAS */
     void *msg;                          /* channel message (either direction) */
     uint8_t blk;                        /* what it waits for (USCHED__TBLK_*, for traces) */
+    uint8_t passed;                     /* times passed over at the head (usched__wq_pop_near) */
     usched__timer_t timer;              /* armed by a timed fiber wait */
     _Atomic uint32_t timer_done;        /* set by the timer callback as its last touch */
 };
@@ -96,6 +97,14 @@ void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w);
 /* Under the lock: unlinks and returns the first waiter (NULL if none). The
  * caller then sets its msg if any and claims it (usched__wq_claim). */
 struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
+
+/* Under the lock: as usched__wq_pop, but for a fiber that hands the waiter a
+ * message, which any of them may take: the first of the WQ_NEAR_LOOK oldest
+ * waiters that last ran on the caller's CPU (knob near_wake), so that the
+ * hand-off is a local switch instead of a cross-CPU wake-up; the head is
+ * taken once it has been passed over WQ_NEAR_PASS times (bounded unfairness). */
+enum { WQ_NEAR_LOOK = 4, WQ_NEAR_PASS = 16 };
+struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q);
 
 /* Under the lock: unlinks w (which must be queued on q). */
 void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w);

@@ -8,7 +8,10 @@
  *  3. close while fibers wait on both ends (and recv_timeout cancelled by
  *     close): every waiter returns -EPIPE, buffered messages stay readable;
  *  4. try_send/try_recv, recv_timeout, destroy while waited on (-EBUSY);
- *  5. outside threads feeding fibers and reading from them (they block).
+ *  5. outside threads feeding fibers and reading from them (they block);
+ *  6. near wake-ups (knob near_wake): a send prefers a receiver that last
+ *     ran on the sender's CPU, passes the head over at most 16 times, and
+ *     an outside thread's send (or near_wake=0) takes the longest waiter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -342,6 +345,90 @@ static void test_outside(void)
     printf("  outside threads: %ld messages each way, capacity 0 and 8, in order\n", out_n);
 }
 
+/* ---- 6. near wake-ups -------------------------------------------------------- */
+
+static usched_chan_t *near_c;
+static _Atomic long near_got[2];
+
+static void near_receiver(void *arg)
+{
+    void *m;
+    while (usched_chan_recv(near_c, &m) == 0) atomic_fetch_add(&near_got[(intptr_t)arg], 1);
+}
+
+/* Sends *arg messages, each once both receivers wait again. */
+static void near_sender(void *arg)
+{
+    for (int i = 0; i < *(int *)arg; i++) {
+        WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
+        ASSERT_OK(usched_chan_send(near_c, (void *)1));
+    }
+    WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
+}
+
+static uint64_t near_count(void)
+{
+    uint64_t v;
+    ASSERT_OK(usched_stat(sched, "near_wakes", &v));
+    return v;
+}
+
+/* Receiver 0 waits first on CPU 0, receiver 1 behind it on CPU 1 (both
+ * bound, so their last CPU is known). */
+static void near_start(usched_task_t *r[2])
+{
+    ASSERT_OK(usched_chan_create(&near_c, 0));
+    atomic_store(&near_got[0], 0);
+    atomic_store(&near_got[1], 0);
+    for (intptr_t i = 0; i < 2; i++) {
+        ASSERT_OK(usched_spawn_on(sched, &r[i], (int)i, near_receiver, (void *)i));
+        WAIT_UNTIL(usched__chan_nwaiters(near_c) == i + 1);
+    }
+}
+
+static void near_stop(usched_task_t *r[2], long want0, long want1)
+{
+    ASSERT_EQ(atomic_load(&near_got[0]), want0);
+    ASSERT_EQ(atomic_load(&near_got[1]), want1);
+    ASSERT_OK(usched_chan_close(near_c));
+    for (int i = 0; i < 2; i++) ASSERT_OK(usched_join(r[i]));
+    ASSERT_OK(usched_chan_destroy(near_c));
+}
+
+/* A fiber bound to CPU 1 sends n. */
+static void near_round(int n, long want0, long want1)
+{
+    usched_task_t *r[2], *snd;
+    near_start(r);
+    ASSERT_OK(usched_spawn_on(sched, &snd, 1, near_sender, &n));
+    ASSERT_OK(usched_join(snd));
+    near_stop(r, want0, want1);
+}
+
+static void test_near(void)
+{
+    uint64_t before = near_count();
+    /* 16 sends go to receiver 1 (CPU 1, the sender's), the 17th to the
+     * head, passed over 16 times */
+    near_round(16, 0, 16);
+    ASSERT_EQ_U(near_count() - before, 16);
+    near_round(17, 1, 16);
+    ASSERT_EQ_U(near_count() - before, 32);
+    /* knob off: FIFO, the longest waiter first */
+    ASSERT_OK(usched_set(sched, "knobs", "near_wake=0"));
+    near_round(1, 1, 0);
+    ASSERT_EQ_U(near_count() - before, 32);
+    ASSERT_OK(usched_set(sched, "knobs", "near_wake=1"));
+    /* an outside thread has no CPU to be near: FIFO */
+    usched_task_t *r[2];
+    near_start(r);
+    ASSERT_OK(usched_chan_send(near_c, (void *)1));
+    WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
+    near_stop(r, 1, 0);
+    ASSERT_EQ_U(near_count() - before, 32);
+    printf("  near wake-ups: the sender's CPU first, the head after 16 passes, FIFO from outside\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *topo = argc > 1 ? argv[1] : NULL;
@@ -350,6 +437,7 @@ int main(int argc, char **argv)
     test_try_timeout();
     test_close();
     test_outside();
+    test_near();
     test_prod_cons(16);
     test_prod_cons(1);
     test_pairs();
