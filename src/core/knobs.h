@@ -50,7 +50,7 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
     X(util_gate, KNOB_BOOL, 1, 0, 1, 1, "usched",                                 \
       "skip a wake-up's idle search inside a busy LLC (SIS_UTIL on a running average)") \
     X(near_wake, KNOB_BOOL, 1, 0, 1, 1, "all",                                 \
-      "a channel send hands its message to a receiver that last ran on the sender's CPU (of the first 4 waiting) before a longer-waiting one (docs/sync.md)") \
+      "a channel send hands its message to the receiver (of the 4 longest waiting) that last ran nearest the sender's CPU: the same CPU, core, L2, LLC... (docs/sync.md)") \
     X(steal, KNOB_BOOL, 1, 0, 1, 1, "usched,linux,ule",                           \
       "idle CPUs steal runnable fibers from busy ones")                           \
     X(steal_thresh, KNOB_INT, 2, 1, 256, 1, "usched,ule",                         \

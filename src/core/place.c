@@ -253,9 +253,11 @@ usched__near_t usched__near_cpu(void)
     return (usched__near_t){w->s, w->cpu};
 }
 
-bool usched__near_is(usched__near_t n, const usched_task_t *t)
+int usched__near_dist(usched__near_t n, const usched_task_t *t)
 {
-    return t && t->s == n.s && t->cpu == n.cpu;
+    if (!t || t->s != n.s || t->cpu < 0) return USCHED__NEAR_FAR;
+    if (t->cpu == n.cpu) return 0;
+    return 1 + usched__topo_level_shared(n.s->topo, t->cpu, n.cpu);
 }
 
 void usched__near_taken(usched__near_t n)

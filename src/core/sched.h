@@ -46,17 +46,21 @@ enum {
 void usched__wake(usched_task_t *t, unsigned flags);
 
 /* Near wake-ups (knob near_wake): of the fibers waiting for one thing, the
- * one to hand a message to is one that last ran on the caller's CPU. A
- * waker looks up its CPU once (usched__near_cpu: -1 when the knob is off,
- * or the caller is not a fiber of t's scheduler, and then there is nothing
- * to prefer), tests candidates with usched__near_is and, when it passes over
- * a longer waiter for a near one, counts it with usched__near_taken. */
+ * one to hand a message to is the one that last ran nearest the caller's
+ * CPU. A waker looks up its CPU once (usched__near_cpu: cpu -1 when the
+ * knob is off or the caller is not a fiber, and then there is nothing to
+ * prefer), measures candidates with usched__near_dist and, when it passes
+ * over a longer waiter for a nearer one, counts it with usched__near_taken. */
 typedef struct usched__near {
     usched_t *s;
     int cpu;
 } usched__near_t;
 usched__near_t usched__near_cpu(void);
-bool usched__near_is(usched__near_t n, const usched_task_t *t);
+/* 0: t last ran on n's CPU; 1 + the lowest topology level the two CPUs
+ * share (USCHED_LVL_*) otherwise; USCHED__NEAR_FAR for an outside thread's
+ * waiter (t NULL), a fiber of another scheduler or one that never ran. */
+enum { USCHED__NEAR_FAR = 1 << 16 };
+int usched__near_dist(usched__near_t n, const usched_task_t *t);
 void usched__near_taken(usched__near_t n);
 
 /* Intrusive link for wait queues (owned by the wait queue holding it). */

@@ -25,7 +25,7 @@
     X(wake_remote, "wake-ups and spawns handed to another CPU's inbox")          \
     X(wake_shared, "wake-ups and spawns put on the shared or global queue")      \
     USCHED_REASON_MAP(USCHED_STATS_PLACE_)                                       \
-    X(near_wakes, "channel messages handed to a receiver waiting on the sender's CPU ahead of a longer-waiting one (knob near_wake)") \
+    X(near_wakes, "channel messages handed to a receiver that last ran nearer the sender's CPU than a longer-waiting one (knob near_wake)") \
     X(sync_reused, "sync hand-offs placed by reusing the policy's last answer for the same two fibers (USCHED_OPS_SYNC_REUSE)") \
     X(steal_smt, "steals from an SMT sibling")                                   \
     X(steal_l2, "steals within the L2")                                          \

@@ -17,10 +17,12 @@
  * moves under the lock.
  *
  * Which receiver: a send that finds several receivers parked hands its
- * message to the first of the four oldest that last ran on the sender's CPU
- * (knob near_wake; waitq.h, usched__wq_pop_near), else to the oldest: any
- * receiver may take any message, and a local one is woken with a switch
- * instead of a cross-CPU hand-off. The oldest is passed over at most 16
+ * message to the one of the four oldest that last ran nearest the sender's
+ * CPU (the same CPU, else the lowest topology level shared; the oldest of
+ * equals; knob near_wake; waitq.h, usched__wq_pop_near): any receiver may
+ * take any message, and a local one is woken with a switch instead of a
+ * cross-CPU hand-off, one in the same LLC without moving the message's
+ * lines out of it. The oldest is passed over at most 16
  * times. Which receiver gets a message does not change the order in which
  * messages are received.
  *

@@ -154,15 +154,19 @@ struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q)
     if (!h) return NULL;
     if (h->next && h->passed < WQ_NEAR_PASS) {
         usched__near_t here = usched__near_cpu();
-        if (here.cpu >= 0 && !usched__near_is(here, h->task)) {
-            struct usched__waiter *x = h->next;
-            for (int n = 1; x && n < WQ_NEAR_LOOK; x = x->next, n++)
-                if (usched__near_is(here, x->task)) {
-                    w = x;
-                    h->passed++;
-                    usched__near_taken(here);
-                    break;
-                }
+        int best = here.cpu >= 0 ? usched__near_dist(here, h->task) : 0;
+        /* the first of the nearest: the head unless another is nearer */
+        struct usched__waiter *x = h->next;
+        for (int n = 1; best > 0 && x && n < WQ_NEAR_LOOK; x = x->next, n++) {
+            int d = usched__near_dist(here, x->task);
+            if (d < best) {
+                best = d;
+                w = x;
+            }
+        }
+        if (w != h) {
+            h->passed++;
+            usched__near_taken(here);
         }
     }
     usched__wq_remove(q, w);

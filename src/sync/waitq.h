@@ -99,10 +99,12 @@ void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w);
 struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
 
 /* Under the lock: as usched__wq_pop, but for a fiber that hands the waiter a
- * message, which any of them may take: the first of the WQ_NEAR_LOOK oldest
- * waiters that last ran on the caller's CPU (knob near_wake), so that the
- * hand-off is a local switch instead of a cross-CPU wake-up; the head is
- * taken once it has been passed over WQ_NEAR_PASS times (bounded unfairness). */
+ * message, which any of them may take: of the WQ_NEAR_LOOK oldest waiters,
+ * the first of those that last ran nearest the caller's CPU (the same CPU,
+ * else the lowest topology level shared; knob near_wake), so that the
+ * hand-off is a local switch, or stays in a core or cache, instead of a
+ * wake-up further away; the head is taken once it has been passed over
+ * WQ_NEAR_PASS times (bounded unfairness). */
 enum { WQ_NEAR_LOOK = 4, WQ_NEAR_PASS = 16 };
 struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q);
 

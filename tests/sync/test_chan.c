@@ -10,8 +10,9 @@
  *  4. try_send/try_recv, recv_timeout, destroy while waited on (-EBUSY);
  *  5. outside threads feeding fibers and reading from them (they block);
  *  6. near wake-ups (knob near_wake): a send prefers a receiver that last
- *     ran on the sender's CPU, passes the head over at most 16 times, and
- *     an outside thread's send (or near_wake=0) takes the longest waiter.
+ *     ran on the sender's CPU, else in its LLC (a 2x2 virtual topology),
+ *     passes the head over at most 16 times, and an outside thread's send
+ *     (or near_wake=0) takes the longest waiter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -347,8 +348,16 @@ static void test_outside(void)
 
 /* ---- 6. near wake-ups -------------------------------------------------------- */
 
+enum { NEAR_MAX = 3 };
 static usched_chan_t *near_c;
-static _Atomic long near_got[2];
+static _Atomic long near_got[NEAR_MAX];
+
+struct near_run {
+    usched_t *s;
+    int nrecv;
+    const int *cpus;   /* receiver i is bound to cpus[i] and waits i-th */
+    usched_task_t *r[NEAR_MAX];
+};
 
 static void near_receiver(void *arg)
 {
@@ -356,77 +365,98 @@ static void near_receiver(void *arg)
     while (usched_chan_recv(near_c, &m) == 0) atomic_fetch_add(&near_got[(intptr_t)arg], 1);
 }
 
-/* Sends *arg messages, each once both receivers wait again. */
+struct near_send {
+    int n, nrecv;
+};
+
+/* Sends n messages, each once every receiver waits again. */
 static void near_sender(void *arg)
 {
-    for (int i = 0; i < *(int *)arg; i++) {
-        WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
+    struct near_send *a = arg;
+    for (int i = 0; i < a->n; i++) {
+        WAIT_UNTIL(usched__chan_nwaiters(near_c) == a->nrecv);
         ASSERT_OK(usched_chan_send(near_c, (void *)1));
     }
-    WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
+    WAIT_UNTIL(usched__chan_nwaiters(near_c) == a->nrecv);
 }
 
-static uint64_t near_count(void)
+static uint64_t near_count(usched_t *s)
 {
     uint64_t v;
-    ASSERT_OK(usched_stat(sched, "near_wakes", &v));
+    ASSERT_OK(usched_stat(s, "near_wakes", &v));
     return v;
 }
 
-/* Receiver 0 waits first on CPU 0, receiver 1 behind it on CPU 1 (both
- * bound, so their last CPU is known). */
-static void near_start(usched_task_t *r[2])
+/* The receivers wait in order, each bound (so its last CPU is known). */
+static void near_start(struct near_run *nr)
 {
     ASSERT_OK(usched_chan_create(&near_c, 0));
-    atomic_store(&near_got[0], 0);
-    atomic_store(&near_got[1], 0);
-    for (intptr_t i = 0; i < 2; i++) {
-        ASSERT_OK(usched_spawn_on(sched, &r[i], (int)i, near_receiver, (void *)i));
+    for (int i = 0; i < NEAR_MAX; i++) atomic_store(&near_got[i], 0);
+    for (intptr_t i = 0; i < nr->nrecv; i++) {
+        ASSERT_OK(usched_spawn_on(nr->s, &nr->r[i], nr->cpus[i], near_receiver, (void *)i));
         WAIT_UNTIL(usched__chan_nwaiters(near_c) == i + 1);
     }
 }
 
-static void near_stop(usched_task_t *r[2], long want0, long want1)
+/* want: messages each receiver got. */
+static void near_stop(struct near_run *nr, const long *want)
 {
-    ASSERT_EQ(atomic_load(&near_got[0]), want0);
-    ASSERT_EQ(atomic_load(&near_got[1]), want1);
+    for (int i = 0; i < nr->nrecv; i++) ASSERT_EQ(atomic_load(&near_got[i]), want[i]);
     ASSERT_OK(usched_chan_close(near_c));
-    for (int i = 0; i < 2; i++) ASSERT_OK(usched_join(r[i]));
+    for (int i = 0; i < nr->nrecv; i++) ASSERT_OK(usched_join(nr->r[i]));
     ASSERT_OK(usched_chan_destroy(near_c));
 }
 
-/* A fiber bound to CPU 1 sends n. */
-static void near_round(int n, long want0, long want1)
+/* A fiber bound to `from` sends n. */
+static void near_round(usched_t *s, const int *cpus, int nrecv, int from, int n, const long *want)
 {
-    usched_task_t *r[2], *snd;
-    near_start(r);
-    ASSERT_OK(usched_spawn_on(sched, &snd, 1, near_sender, &n));
+    struct near_run nr = {.s = s, .nrecv = nrecv, .cpus = cpus};
+    struct near_send a = {.n = n, .nrecv = nrecv};
+    usched_task_t *snd;
+    near_start(&nr);
+    ASSERT_OK(usched_spawn_on(s, &snd, from, near_sender, &a));
     ASSERT_OK(usched_join(snd));
-    near_stop(r, want0, want1);
+    near_stop(&nr, want);
 }
 
 static void test_near(void)
 {
-    uint64_t before = near_count();
-    /* 16 sends go to receiver 1 (CPU 1, the sender's), the 17th to the
-     * head, passed over 16 times */
-    near_round(16, 0, 16);
-    ASSERT_EQ_U(near_count() - before, 16);
-    near_round(17, 1, 16);
-    ASSERT_EQ_U(near_count() - before, 32);
+    static const int c01[] = {0, 1};
+    uint64_t before = near_count(sched);
+    /* receiver 0 on CPU 0 waits first, receiver 1 on CPU 1 behind it; a
+     * sender on CPU 1: 16 sends go to receiver 1, the 17th to the head,
+     * passed over 16 times */
+    near_round(sched, c01, 2, 1, 16, (const long[]){0, 16});
+    ASSERT_EQ_U(near_count(sched) - before, 16);
+    near_round(sched, c01, 2, 1, 17, (const long[]){1, 16});
+    ASSERT_EQ_U(near_count(sched) - before, 32);
     /* knob off: FIFO, the longest waiter first */
     ASSERT_OK(usched_set(sched, "knobs", "near_wake=0"));
-    near_round(1, 1, 0);
-    ASSERT_EQ_U(near_count() - before, 32);
+    near_round(sched, c01, 2, 1, 1, (const long[]){1, 0});
+    ASSERT_EQ_U(near_count(sched) - before, 32);
     ASSERT_OK(usched_set(sched, "knobs", "near_wake=1"));
     /* an outside thread has no CPU to be near: FIFO */
-    usched_task_t *r[2];
-    near_start(r);
+    struct near_run nr = {.s = sched, .nrecv = 2, .cpus = c01};
+    near_start(&nr);
     ASSERT_OK(usched_chan_send(near_c, (void *)1));
     WAIT_UNTIL(usched__chan_nwaiters(near_c) == 2);
-    near_stop(r, 1, 0);
-    ASSERT_EQ_U(near_count() - before, 32);
-    printf("  near wake-ups: the sender's CPU first, the head after 16 passes, FIFO from outside\n");
+    near_stop(&nr, (const long[]){1, 0});
+    ASSERT_EQ_U(near_count(sched) - before, 32);
+
+    /* By topology: two packages of one LLC with two CPUs each (0-1, 2-3),
+     * a sender on CPU 2. */
+    usched_t *s4 = sync_test_start("pack:2 l3:1 core:2 pu:1");
+    ASSERT_EQ(usched_ncpus(s4), 4);
+    /* the receiver in the sender's LLC before the head in the other */
+    near_round(s4, (const int[]){0, 3}, 2, 2, 1, (const long[]){0, 1});
+    /* both in the other LLC: the head */
+    near_round(s4, (const int[]){0, 1}, 2, 2, 1, (const long[]){1, 0});
+    /* the sender's own CPU before its LLC, whatever the order */
+    near_round(s4, (const int[]){3, 1, 2}, 3, 2, 1, (const long[]){0, 0, 1});
+    ASSERT_EQ_U(near_count(s4), 2);
+    ASSERT_OK(usched_destroy(s4));
+    printf("  near wake-ups: the sender's CPU, then its LLC, before the longest waiter; the head "
+           "after 16 passes; FIFO from outside\n");
 }
 
 int main(int argc, char **argv)
