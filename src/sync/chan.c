@@ -22,9 +22,9 @@
  * equals; knob near_wake; waitq.h, usched__wq_pop_near): any receiver may
  * take any message, and a local one is woken with a switch instead of a
  * cross-CPU hand-off, one in the same LLC without moving the message's
- * lines out of it. The oldest is passed over at most 16
- * times. Which receiver gets a message does not change the order in which
- * messages are received.
+ * lines out of it. The oldest is passed over at most 16 times. Which
+ * receiver gets a message does not change the order in which messages are
+ * received.
  *
  * Wake-ups: a send that hands a message to a parked receiver wakes it with
  * USCHED__WAKE_SYNC (as Linux does for pipe writes): the sender of a message
