@@ -250,20 +250,19 @@ usched__near_t usched__near_cpu(void)
     struct usched__wk *w = usched__self_wk();
     if (!w || !w->cur || !usched__knob_get(&w->s->knobs, USCHED_KNOB_near_wake))
         return (usched__near_t){NULL, -1};
-    return (usched__near_t){w->s, w->cpu};
+    return (usched__near_t){w, w->cpu};
 }
 
 int usched__near_dist(usched__near_t n, const usched_task_t *t)
 {
-    if (!t || t->s != n.s || t->cpu < 0) return USCHED__NEAR_FAR;
+    if (!t || t->s != n.wk->s || t->cpu < 0) return USCHED__NEAR_FAR;
     if (t->cpu == n.cpu) return 0;
-    return 1 + usched__topo_level_shared(n.s->topo, t->cpu, n.cpu);
+    return 1 + usched__topo_level_shared(n.wk->s->topo, t->cpu, n.cpu);
 }
 
 void usched__near_taken(usched__near_t n)
 {
-    struct usched__wk *w = usched__self_wk();
-    usched__stat_inc(w && w->s == n.s ? w : NULL, n.s, USCHED_STAT_near_wakes);
+    usched__stat_add(&n.wk->stats, USCHED_STAT_near_wakes, 1); /* owner-only: the caller's worker */
 }
 
 void usched__wake(usched_task_t *t, unsigned flags)

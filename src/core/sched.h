@@ -50,9 +50,12 @@ void usched__wake(usched_task_t *t, unsigned flags);
  * CPU. A waker looks up its CPU once (usched__near_cpu: cpu -1 when the
  * knob is off or the caller is not a fiber, and then there is nothing to
  * prefer), measures candidates with usched__near_dist and, when it passes
- * over a longer waiter for a nearer one, counts it with usched__near_taken. */
+ * over a longer waiter for a nearer one, counts it with usched__near_taken
+ * (both only with a near_cpu that gave a CPU: wk is then the caller's
+ * worker, and the count is its own). */
+struct usched__wk;
 typedef struct usched__near {
-    usched_t *s;
+    struct usched__wk *wk;
     int cpu;
 } usched__near_t;
 usched__near_t usched__near_cpu(void);
