@@ -267,6 +267,65 @@ static void test_fp_control(void)
     munmap(mem, STACK);
 }
 
+#if defined(__x86_64__)
+/* One control word changed at a time (the switch loads each only when it
+ * differs): MXCSR's flush-to-zero bit alone, then the x87 precision field
+ * alone, each kept by the fiber and never seen by the host. */
+static uint32_t cw_mxcsr(void)
+{
+    return __builtin_ia32_stmxcsr();
+}
+
+static uint16_t cw_x87(void)
+{
+    uint16_t fcw;
+    __asm__ __volatile__("fnstcw %0" : "=m"(fcw));
+    return fcw;
+}
+
+static void cw_set_x87(uint16_t fcw)
+{
+    __asm__ __volatile__("fldcw %0" : : "m"(fcw));
+}
+
+static usched__ctx_t cw_ctx;
+static uint32_t cw_fiber_mxcsr;
+static uint16_t cw_fiber_x87;
+
+static void cw_entry(void *arg)
+{
+    (void)arg;
+    __builtin_ia32_ldmxcsr(cw_mxcsr() | 0x8000u); /* FTZ only */
+    cw_fiber_mxcsr = cw_mxcsr();
+    usched__ctx_switch(&cw_ctx, &host);
+    ASSERT_EQ(cw_mxcsr(), cw_fiber_mxcsr);
+    cw_set_x87((uint16_t)(cw_x87() & ~0x0300u)); /* single precision only */
+    cw_fiber_x87 = cw_x87();
+    usched__ctx_switch(&cw_ctx, &host);
+    ASSERT_EQ(cw_x87(), cw_fiber_x87);
+    ASSERT_EQ(cw_mxcsr(), cw_fiber_mxcsr);
+    usched__ctx_switch(&cw_ctx, &host);
+    TEST_FAIL_("control-word fiber resumed a fourth time");
+}
+
+static void test_control_words_one_at_a_time(void)
+{
+    void *mem = stack_new(STACK);
+    uint32_t m0 = cw_mxcsr();
+    uint16_t x0 = cw_x87();
+    usched__ctx_make(&cw_ctx, mem, STACK, cw_entry, NULL);
+    usched__ctx_switch(&host, &cw_ctx);
+    ASSERT_EQ(cw_mxcsr(), m0); /* only MXCSR differed */
+    ASSERT_EQ(cw_x87(), x0);
+    usched__ctx_switch(&host, &cw_ctx);
+    ASSERT_EQ(cw_x87(), x0); /* only the x87 word differed */
+    ASSERT_EQ(cw_mxcsr(), m0);
+    usched__ctx_switch(&host, &cw_ctx);
+    ASSERT_EQ(cw_x87(), x0);
+    munmap(mem, STACK);
+}
+#endif
+
 /* ---- returning entry traps ------------------------------------------------ */
 
 static usched__ctx_t ret_ctx;
@@ -299,6 +358,9 @@ int main(void)
     test_alignment();
     test_registers();
     test_fp_control();
+#if defined(__x86_64__)
+    test_control_words_one_at_a_time();
+#endif
     test_return_traps();
     printf("arch switch: ok\n");
     return 0;

@@ -11,6 +11,9 @@
  * callee-saved; everything else is dead across the call to
  * usched__ctx_switch, so the compiler has spilled whatever it needs. The
  * MXCSR status flags travel with the control bits (they are per context).
+ * Each is loaded only when it differs from the one switched away from:
+ * ldmxcsr and fldcw are microcoded and cost more than the whole compare
+ * (aarch64's FPCR write is skipped the same way).
  * usched__ctx_make (ctx.c) lays out the same frame with the return address
  * pointing at usched__ctx_trampoline.
  */
@@ -53,13 +56,18 @@ usched__ctx_switch:
         .cfi_adjust_cfa_offset 8
         stmxcsr (%rsp)
         fnstcw  4(%rsp)
+        movl    (%rsp), %eax            /* this context's control words, */
+        movzwl  4(%rsp), %edx           /* to compare with the next one's */
 
         movq    %rsp, (%rdi)            /* from->sp = sp */
         movq    (%rsi), %rsp            /* sp = to->sp: same frame shape */
+        .cfi_remember_state
 
-        ldmxcsr (%rsp)
-        fldcw   4(%rsp)
-        addq    $8, %rsp
+        cmpl    (%rsp), %eax
+        jne     1f
+2:      cmpw    4(%rsp), %dx
+        jne     3f
+4:      addq    $8, %rsp
         .cfi_adjust_cfa_offset -8
         popq    %r15
         .cfi_adjust_cfa_offset -8
@@ -80,6 +88,13 @@ usched__ctx_switch:
         .cfi_adjust_cfa_offset -8
         .cfi_restore %rbp
         ret
+
+        /* Out of line: a context whose control words differ (rare). */
+        .cfi_restore_state
+1:      ldmxcsr (%rsp)
+        jmp     2b
+3:      fldcw   4(%rsp)
+        jmp     4b
         .cfi_endproc
         .size   usched__ctx_switch, .-usched__ctx_switch
 
