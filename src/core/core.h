@@ -336,7 +336,7 @@ const struct usched_ops *usched__policy_at(int i);
 /* Worker loop (sched.c). */
 void *usched__worker_main(void *arg);
 bool usched__wk_wake_parked(struct usched *s, struct usched__wk *from, int cpu); /* W3 */
-void usched__wk_wakep(struct usched *s, struct usched__wk *from, int near);
+bool usched__wk_wakep(struct usched *s, struct usched__wk *from, int near); /* true: it woke one */
 void usched__wk_kick_all(struct usched *s);
 void usched__fiber_entry(void *arg);
 

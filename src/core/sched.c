@@ -170,7 +170,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
  * first, nearest first: the new work then starts beside no busy sibling.
  * s->waking (0/1) keeps a burst of spawns from waking every CPU at once;
  * the woken worker clears it. */
-void usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
+bool usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
 {
     /* W2 for work published with plain stores (an owner's put into its
      * empty next slot, its ring's tail): without it the store could still
@@ -180,11 +180,11 @@ void usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
      * of 20). The fence is cheap beside a spawn; callers that published with
      * a locked instruction pay it twice. */
     usched__full_fence();
-    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return;
-    if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return;
-    if (atomic_load_explicit(&s->waking, memory_order_relaxed)) return;
+    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return false;
+    if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return false;
+    if (atomic_load_explicit(&s->waking, memory_order_relaxed)) return false;
     uint32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&s->waking, &zero, 1)) return;
+    if (!atomic_compare_exchange_strong(&s->waking, &zero, 1)) return false;
     int n = s->ncpus;
     const int *order = near >= 0 ? usched__topo_order(s->topo, near) : NULL;
     /* Contended CPUs (monitor.c, C3) last: the kernel runs them late. */
@@ -203,13 +203,14 @@ void usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
                 if (usched__wk_wake_parked(s, from, c)) { /* the woken worker clears s->waking */
                     if (whole) usched__stat_inc(from, s, USCHED_STAT_wake_idle_core);
                     if (calm && skipped) usched__stat_inc(from, s, USCHED_STAT_contend_wake_skips);
-                    return;
+                    return true;
                 }
             }
         }
         if (!skipped) break;
     }
     atomic_store(&s->waking, 0);
+    return false;
 }
 
 /* ---- fibers on this worker ------------------------------------------------- */

@@ -70,6 +70,7 @@
     X(stalls, "stalls: a worker ran one fiber longer than stall_us without a scheduling point") \
     X(stall_timers, "timers of stalled CPUs fired by the monitor")               \
     X(stall_moved, "fibers moved off stalled CPUs (inbox, next slot, run queue) to the global queue") \
+    X(stall_wakes, "parked CPUs the monitor woke to steal fibers queued behind a stalled CPU's fiber") \
     X(monitor_sleeps, "times the monitor slept because every worker was parked") \
     X(contend_episodes, "contention episodes: a worker's run delay (schedstat) grew faster than contend_pct of the time") \
     X(contend_nospin, "idle entries of a contended CPU that parked without spinning") \

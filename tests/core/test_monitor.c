@@ -13,8 +13,13 @@
  *             CPU 0 is held;
  *   report    with stall_warn=1 a stalled fiber is reported on stderr once
  *             (naming its id and CPU), though it stalls twice;
+ *   steal     on a second scheduler, with stealing on: fibers queued behind
+ *             CPU 0's computing fiber while every other CPU is parked and
+ *             no wake-up is coming run elsewhere (the monitor wakes a
+ *             thief: stall_wakes);
  *   trace     the trace holds one stall event per episode counted.
- * Stealing is off (steal=0), so only the monitor can serve CPU 0's queues.
+ * Stealing is off (steal=0) but in the steal case, so only the monitor can
+ * serve CPU 0's queues.
  * The computing fiber stops as soon as the outcome is known, or after 20 s
  * (a bound no correct implementation misses; without the monitor the
  * sleepers would wake only after it).
@@ -270,6 +275,88 @@ static void case_report(void)
     ASSERT_STR_CONTAINS(buf, " ms without a scheduling point");
 }
 
+/* Thieves for a stalled CPU (M5), on a scheduler that steals: CPU 0's bound
+ * fiber waits until every other CPU parked, spawns NQUEUED fibers with the
+ * spawn's own wake-up held back (s->waking set, as a wake-up already in
+ * flight would), and computes. Nothing but the monitor can wake a thief:
+ * the queued fibers must run elsewhere while CPU 0 is held, and the
+ * monitor counts the wake-up (stall_wakes). */
+static usched_t *steal_sched;
+static _Atomic int steal_ran_during, steal_parked, steal_queued0;
+
+static void steal_child(void *arg)
+{
+    (void)arg;
+    if (atomic_load(&holding)) atomic_fetch_add(&steal_ran_during, 1);
+}
+
+static bool all_asleep(usched_t *s)
+{
+    for (int c = 1; c < s->ncpus; c++) {
+        struct usched__wk *w = s->wk[c];
+        if (atomic_load(&w->state) != WK_PARKED || atomic_load(&w->stats.v[USCHED_STAT_parks]) == 0) return false;
+    }
+    return true;
+}
+
+static void steal_holder(void *arg)
+{
+    (void)arg;
+    usched_t *s = steal_sched;
+    double end = test_now() + BOUND_S;
+    /* Asleep, not just parking: a CPU counts itself parked (nparked, its
+     * state) before its last look for work (P3), which would find the
+     * fibers spawned below; its parks count grows only after that look.
+     * Nothing wakes these CPUs again (their first park: no timers, no I/O). */
+    while (!all_asleep(s) && test_now() < end) __asm__ volatile("" ::: "memory");
+    atomic_store(&steal_parked, all_asleep(s));
+    uint32_t zero = 0;
+    while (!atomic_compare_exchange_weak(&s->waking, &zero, 1)) zero = 0;
+    atomic_store(&holding, 1);
+    for (int i = 0; i < NQUEUED; i++) ASSERT_OK(usched_spawn(s, NULL, steal_child, NULL));
+    /* Where the policy put them: CPU 0's own queues (a thief's to take) or
+     * other CPUs (their inboxes, kicked) or the shared queue. */
+    struct usched__wk *w0 = s->wk[0];
+    atomic_store(&steal_queued0, (int)usched__ring_len(&w0->ring) + (atomic_load(&w0->next) != NULL));
+    atomic_store(&s->waking, 0);
+    end = test_now() + BOUND_S;
+    while (atomic_load(&steal_ran_during) < NQUEUED && test_now() < end) __asm__ volatile("" ::: "memory");
+    atomic_store(&holding, 0);
+}
+
+static void case_steal(const char *topo)
+{
+    ASSERT_OK(usched_create(&steal_sched));
+    if (topo) ASSERT_OK(usched_set(steal_sched, "topology", topo));
+    ASSERT_OK(usched_start(steal_sched));
+    atomic_store(&steal_ran_during, 0);
+    ASSERT_OK(usched_spawn_on(steal_sched, NULL, 0, steal_holder, NULL));
+    ASSERT_OK(usched_wait(steal_sched));
+    uint64_t wakes = 0, stalls = 0;
+    int q0 = atomic_load(&steal_queued0);
+    bool steals = steal_sched->pol_steals;
+    /* The monitor counts the wake-up once its futex wake returned, which
+     * can be after the thief ran them all and the holder ended: wait for
+     * the count (bounded; it stays 0 only if the monitor woke nobody). */
+    double end = test_now() + BOUND_S;
+    do {
+        ASSERT_OK(usched_stat(steal_sched, "stall_wakes", &wakes));
+    } while (steals && q0 == NQUEUED && wakes == 0 && test_now() < end && usleep(1000) == 0);
+    ASSERT_OK(usched_stat(steal_sched, "stalls", &stalls));
+    printf("steal: other CPUs parked %d, %d of %d spawned queued on CPU 0, %d ran while it was held; "
+           "stalls %llu, stall_wakes %llu%s\n",
+           atomic_load(&steal_parked), q0, NQUEUED, atomic_load(&steal_ran_during), (unsigned long long)stalls,
+           (unsigned long long)wakes, steals && q0 == NQUEUED ? "" : " (the policy does not steal, or placed some elsewhere)");
+    ASSERT_EQ(atomic_load(&steal_parked), 1); /* no thief was awake */
+    /* Progress under every policy: moved (no stealing), placed elsewhere,
+     * or stolen by the CPU the monitor woke. */
+    ASSERT_EQ(atomic_load(&steal_ran_during), NQUEUED);
+    /* All on CPU 0: no CPU was kicked for one of them (an inbox), so only
+     * the monitor can have woken the thief. */
+    if (steals && q0 == NQUEUED) ASSERT_GT(wakes, 0);
+    ASSERT_OK(usched_destroy(steal_sched));
+}
+
 /* The monitor sleeps once every worker parked. */
 static void case_idle(void)
 {
@@ -300,6 +387,7 @@ int main(int argc, char **argv)
     case_hold(1);
     case_io();
     case_report();
+    case_steal(argc > 1 ? argv[1] : NULL);
     uint64_t stalls = stat_of("stalls");
     ASSERT_OK(usched_destroy(sched));
     /* trace: one stall instant per episode the monitor counted */
