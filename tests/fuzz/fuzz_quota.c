@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <ftw.h>
 #include <sys/stat.h>
 
 #include "fuzz.h"
@@ -23,6 +24,17 @@ static void put(const char *rel, const uint8_t *p, size_t n)
     if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) abort();
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) < 0 ? -1 : 0;
+}
+
+/* The temporary root, its files first (depth-first). */
+static void remove_root(void) { nftw(root, remove_one, 8, FTW_DEPTH | FTW_PHYS); }
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -36,6 +48,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         snprintf(path, sizeof path, "%s/%s", root, dirs[i]);
         if (mkdir(path, 0700) < 0 && errno != EEXIST) abort();
     }
+    atexit(remove_root);
     return 0;
 }
 

@@ -11,6 +11,8 @@
 
 static char path[64];
 
+static void remove_file(void) { unlink(path); }
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -19,6 +21,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     int fd = mkstemp(path);
     if (fd < 0) abort();
     close(fd);
+    atexit(remove_file);
     return 0;
 }
 
