@@ -298,11 +298,13 @@ int usched_policy_register(const struct usched_ops *ops);
                                        from the global queue (counted as
                                        global_deferred). */
 #define USCHED_OPS_SYNC_REUSE 0x10u /* a sync hand-off answer may be reused:
-                                       after select_cpu answered a SYNC
-                                       wake-up with the waker's own CPU, slot
+                                       after select_cpu answered a wake-up
+                                       by a fiber (SYNC or plain, not IO or
+                                       EXIT) with the waker's own CPU, slot
                                        NEXT, reason SYNC, the core places the
                                        next wake-ups of the same fiber by the
-                                       same waker the same way without asking
+                                       same waker with the same SYNC flag the
+                                       same way without asking
                                        (counted as place_sync and
                                        sync_reused), while: the two wake only
                                        each other (the waker's last wake-up

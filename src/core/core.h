@@ -122,6 +122,7 @@ struct usched_task {
      * fiber's id (a previous life's value cannot match: see place.c) ---- */
     uint64_t memo_waker;        /* id of the waker the policy answered SYNC for */
     uint32_t memo_gen;          /* knob generation of that answer */
+    uint8_t memo_sync;          /* that wake-up had the SYNC hint (reused only for the same) */
     uint64_t last_wakee;        /* id of the fiber this one last woke */
     usched__fctx_t fctx;        /* made at first run (sched.c, first_run); owner: the worker running it */
 };

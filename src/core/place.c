@@ -121,7 +121,11 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
  * The sync hand-off reuse (USCHED_OPS_SYNC_REUSE): a ping-pong pair asks the
  * policy once in REUSE_EVERY wake-ups; a decision cost a round trip of two
  * wake-ups 650 of its 1,590 instructions (bench/micro/count_locked.py).
- * Reused only while nothing the answer read has changed:
+ * Hinted (SYNC) and plain wake-ups alike: a pair on a rendezvous channel
+ * whose senders park first wakes each side plainly, from the receiver, and
+ * the policy answers SYNC by its pair test; an answer is reused only for a
+ * wake-up with the same hint (memo_sync), as the policy may answer the two
+ * differently. Reused only while nothing the answer read has changed:
  *   - the two fibers woke only each other: the waker's last wake-up was of t
  *     (last_wakee), t's was of the waker, and t's last waker - the one the
  *     answer is for - was the waker (a wake-up by anyone else is decided,
@@ -141,9 +145,10 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
 #define REUSE_EVERY 16
 
 static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_task *w,
-                     const struct usched_task *t, bool *beside_busy)
+                     const struct usched_task *t, bool sync, bool *beside_busy)
 {
-    if (!t->reuse_left || t->memo_waker != w->id || w->last_wakee != t->id || t->last_wakee != w->id ||
+    if (!t->reuse_left || t->memo_waker != w->id || t->memo_sync != sync || w->last_wakee != t->id ||
+        t->last_wakee != w->id ||
         t->memo_gen != atomic_load_explicit(&s->knobs.gen, memory_order_relaxed) ||
         atomic_load_explicit(&self->next, memory_order_relaxed) || usched__ring_len(&self->ring) ||
         atomic_load_explicit(&self->inbox_n, memory_order_relaxed) ||
@@ -176,8 +181,8 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
     int waker = self ? self->cpu : -1;
     if (!self) flags |= USCHED_SEL_OUTSIDE;
     struct usched_task *wf = self ? self->cur : NULL; /* the waking fiber, if any */
-    bool sync = (flags & (USCHED_SEL_WAKE | USCHED_SEL_SYNC | USCHED_SEL_IO | USCHED_SEL_EXIT)) ==
-                (USCHED_SEL_WAKE | USCHED_SEL_SYNC) && wf;
+    /* a wake-up by a fiber, with or without the SYNC hint: its answer may be reused */
+    bool pairable = (flags & (USCHED_SEL_WAKE | USCHED_SEL_IO | USCHED_SEL_EXIT)) == USCHED_SEL_WAKE && wf;
     uint32_t gen = 0;
     if (flags & USCHED_SEL_WAKE) {
         if (usched__lat_sample(self)) t->wake_ns = usched__now_ns(); /* trace.h */
@@ -187,10 +192,11 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
     }
 
     struct usched_select_result r = decide(s, self, t, flags, waker);
-    if (sync && r.reason == USCHED_REASON_SYNC && r.slot == USCHED_SLOT_NEXT && r.cpu == waker &&
+    if (pairable && r.reason == USCHED_REASON_SYNC && r.slot == USCHED_SLOT_NEXT && r.cpu == waker &&
         t->bound < 0 && (s->ops->flags & USCHED_OPS_SYNC_REUSE)) {
         t->memo_waker = wf->id;
         t->memo_gen = gen;
+        t->memo_sync = (flags & USCHED_SEL_SYNC) != 0;
         t->reuse_left = REUSE_EVERY - 1;
     }
     USCHED__TRACE_T(s, self, (flags & USCHED_SEL_FORK) ? USCHED__TEV_spawn : (flags & USCHED_SEL_IO) ? USCHED__TEV_io_ready : USCHED__TEV_wake,
@@ -276,8 +282,8 @@ void usched__wake(usched_task_t *t, unsigned flags)
     if (self && self->s != s) self = NULL;
     flags = USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO));
     bool beside = false;
-    if (flags == (USCHED_SEL_WAKE | USCHED_SEL_SYNC) && self && self->cur &&
-        reuse_ok(s, self, self->cur, t, &beside)) {
+    if ((flags & ~USCHED_SEL_SYNC) == USCHED_SEL_WAKE && self && self->cur &&
+        reuse_ok(s, self, self->cur, t, flags & USCHED_SEL_SYNC, &beside)) {
         place_reused(s, self, self->cur, t, beside);
         return;
     }
