@@ -8,7 +8,7 @@
 #include "base/export.h"
 #include "usched.h"
 
-static __thread char last_error[256];
+static USCHED_TLS char last_error[256];
 
 int usched__error(int err, const char *fmt, ...)
 {

@@ -188,7 +188,7 @@ USCHED_EXPORT uint32_t usched_pol_random(usched_pol_ctx_t *ctx, int cpu)
     /* The worker's generator when called on `cpu`; elsewhere (another CPU,
      * an outside thread) a generator of the calling thread, since another
      * worker's would be a data race. */
-    static __thread uint32_t outside;
+    static USCHED_TLS uint32_t outside;
     struct usched__wk *w = usched__self_wk();
     uint32_t *r = &outside;
     if (BAD_CPU(ctx, cpu)) cpu = -1;

@@ -131,7 +131,7 @@
 #include "core/poller.h"
 #include "core/queue.h"
 
-static __thread struct usched__wk *tls_wk;
+static USCHED_TLS struct usched__wk *tls_wk;
 _Atomic uint32_t usched__fence_word;
 
 struct usched__wk *usched__self_wk(void) __attribute__((noinline));

@@ -76,13 +76,13 @@
 
 #include "base/fault.h"
 #include "base/error.h"
+#include "base/export.h"
 #include "core/stack.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
 
-#define TLS_IE __attribute__((tls_model("initial-exec")))
 
 enum {
     MAX_POOLS = 64,           /* distinct stack sizes in use */
@@ -537,10 +537,10 @@ void usched__stack_check(const usched__stack_t *st, uint64_t fiber_id)
 
 /* ---- guard-page fault reporting ------------------------------------------- */
 
-static TLS_IE __thread const usched__stack_t *cur_stack;
-static TLS_IE __thread uint64_t cur_fiber;
-static TLS_IE __thread void *alt_mem;
-static TLS_IE __thread size_t alt_len;
+static USCHED_TLS const usched__stack_t *cur_stack;
+static USCHED_TLS uint64_t cur_fiber;
+static USCHED_TLS void *alt_mem;
+static USCHED_TLS size_t alt_len;
 
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static int handler_err;

@@ -50,7 +50,7 @@ struct req {
 /* SIGPIPE: sockets write with MSG_NOSIGNAL; other fds (pipes) write with
  * SIGPIPE blocked - for good on workers, around the call on outside threads
  * (where a SIGPIPE raised by the call is consumed before unblocking). */
-static __thread int sigpipe_blocked;
+static USCHED_TLS int sigpipe_blocked;
 
 static ssize_t write_nosig(int fd, struct req *r, const struct iovec *iov, int cnt)
 {

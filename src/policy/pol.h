@@ -174,7 +174,7 @@ static inline bool pol_is_rep(const usched_pol_ctx_t *ctx, const uint64_t *m, in
  * outside threads, where usched_pol_random is not allowed). */
 static inline uint32_t pol_rand(void)
 {
-    static __thread uint32_t x;
+    static __thread __attribute__((tls_model("initial-exec"))) uint32_t x; /* USCHED_TLS (base/export.h) */
     if (!x) x = (uint32_t)usched_pol_now_ns() | 1u;
     x ^= x << 13;
     x ^= x >> 17;

@@ -70,7 +70,7 @@ int usched__sync_destroy_idle(struct usched__waitq *q, uint32_t *magic, const ch
     return 0;
 }
 
-static __thread char thread_ident_anchor;
+static USCHED_TLS char thread_ident_anchor;
 
 uintptr_t usched__sync_ident(void)
 {

@@ -36,6 +36,14 @@ fi
     [ -e "$prefix/include/$h" ] || fail "include/$h is not installed"
 done
 
+# Thread-locals are initial-exec (USCHED_TLS, src/base/export.h): no
+# general-dynamic TLS relocation (DTPMOD, TLSDESC) in the shared library,
+# whose worker lookups would then each call __tls_get_addr.
+if command -v readelf >/dev/null 2>&1; then
+    gd=$(readelf -rW "$prefix/$libdir/libusched.so" | grep -E 'DTPMOD|TLSDESC') &&
+        fail "libusched.so has general-dynamic TLS relocations (declare thread-locals USCHED_TLS): $gd"
+fi
+
 # ---- pkg-config ----------------------------------------------------------------
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
 pc_cflags=$(pkg-config --cflags usched) || fail "pkg-config --cflags usched failed"
