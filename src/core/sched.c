@@ -732,6 +732,7 @@ static void first_run(struct usched__wk *w, struct usched_task *t)
 /* Makes t the running fiber of w (just before switching to it). */
 static void prologue(usched_t *s, struct usched__wk *w, struct usched_task *t)
 {
+    w->spawn_woke = 0; /* the next spawn into the ring wakes one (place.c) */
     if (t->cpu == -1) first_run(w, t);
     if (t->cpu != w->cpu && t->cpu >= 0) {
         int l = usched__topo_level_shared(s->topo, t->cpu, w->cpu);
