@@ -19,6 +19,10 @@ import gdb
 
 WARM = 40
 SAMPLES = int(os.environ.get("COUNT_SAMPLES", "4"))
+# A hand-off runs a few thousand instructions; far more means the next mark
+# never comes (the run ended: ROUNDS must exceed WARM + SAMPLES + 1, or the
+# worker parked) and single-stepping would go on forever.
+STEP_LIMIT = 200000
 
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")
@@ -49,6 +53,11 @@ for sample in range(SAMPLES):
             sal = gdb.find_pc_line(pc)
             name = os.path.basename(sal.symtab.filename) if sal.symtab else "?"
             lines["%s:%d" % (name, sal.line)] += 1
+        if total > STEP_LIMIT:
+            gdb.execute("kill")
+            raise gdb.GdbError(
+                "count_locked: no mark after %d instructions of hand-off %d: the run has fewer than"
+                " %d rounds (WARM + SAMPLES + 1), or the worker parked" % (STEP_LIMIT, sample, WARM + SAMPLES + 1))
         gdb.execute("stepi", to_string=True)
     print("hand-off %d: %d instructions, %d locked" % (sample, total, locked))
     sum_total += total
