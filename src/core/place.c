@@ -250,8 +250,8 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
          * spawner's queue gets one from the monitor (M5). wakep's fence
          * and its read of nspinning, a line every spinning thief writes,
          * were 11% of spawn's samples (perf, two CPUs). */
-        atomic_store_explicit(&self->next_spawn, (flags & USCHED_SEL_FORK) != 0, memory_order_relaxed);
         bool fork = (flags & USCHED_SEL_FORK) != 0;
+        atomic_store_explicit(&self->next_spawn, fork, memory_order_relaxed);
         if (usched__wk_local_put(s, self, t, r.slot)) {
             if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
                 self->spawn_woke |= fork;

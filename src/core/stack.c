@@ -83,7 +83,6 @@
 #define MADV_GUARD_INSTALL 102
 #endif
 
-
 enum {
     MAX_POOLS = 64,           /* distinct stack sizes in use */
     GUARDED_CHUNK = 64,       /* stacks per mprotect-guarded chunk */

@@ -7,8 +7,8 @@
  * reason, or an ignored file with a reason: never anything else.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "fuzz.h"
