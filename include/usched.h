@@ -84,7 +84,9 @@ int usched_ncpus(usched_t *s);
 
 /* Spawns a fiber running fn(arg). From a fiber or from any outside thread.
  * out == NULL makes the fiber detached; otherwise it must be joined exactly
- * once with usched_join. */
+ * once with usched_join. The fiber starts with the FP rounding mode and
+ * exception masks of the thread that called usched_start; each fiber keeps
+ * its own across switches. */
 int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg);
 
 /* As usched_spawn, but the fiber is bound: it runs only on `cpu` and is never

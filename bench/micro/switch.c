@@ -112,14 +112,14 @@ int main(int argc, char **argv)
     half = switches / 2;
     double ns[100], ticks[100];
 
-    usched__ctx_make(&raw_a, stack_new(), STACK, raw_a_entry, NULL);
-    usched__ctx_make(&raw_b, stack_new(), STACK, raw_b_entry, NULL);
+    usched__ctx_make(&raw_a, stack_new(), STACK, raw_a_entry, NULL, usched__ctx_fpmode());
+    usched__ctx_make(&raw_b, stack_new(), STACK, raw_b_entry, NULL, usched__ctx_fpmode());
     run_raw(); /* warm up */
     time_runs(run_raw, ns, ticks, runs);
     report("raw ctx_switch (a <-> b)", ns, ticks, runs, 2 * half);
 
     usched__fctx_host(&f_host);
-    usched__fctx_make(&f_fiber, stack_new(), STACK, fiber_entry, NULL);
+    usched__fctx_make(&f_fiber, stack_new(), STACK, fiber_entry, NULL, usched__ctx_fpmode());
     time_runs(run_fctx, ns, ticks, runs);
     report("fctx_switch (host <-> fiber)", ns, ticks, runs, 2 * half);
     usched__fctx_destroy(&f_fiber);

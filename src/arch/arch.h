@@ -19,10 +19,20 @@ typedef struct usched__ctx {
  * other context switches back to *from. */
 void usched__ctx_switch(usched__ctx_t *from, usched__ctx_t *to);
 
+/* The FP modes a context runs with, as one word: x86-64, MXCSR's control
+ * bits (the exception flags left out) and the x87 control word above them;
+ * aarch64, FPCR. */
+typedef uint64_t usched__fpmode_t;
+
+/* The caller's FP modes (reading them costs a few dozen cycles on x86-64:
+ * stmxcsr and fnstcw are microcoded). */
+usched__fpmode_t usched__ctx_fpmode(void);
+
 /* Prepares *ctx so that the first usched__ctx_switch to it runs entry(arg) on
- * the stack [lo, lo + size). entry must never return. */
+ * the stack [lo, lo + size) with the FP modes fp (from usched__ctx_fpmode).
+ * entry must never return. */
 void usched__ctx_make(usched__ctx_t *ctx, void *lo, size_t size,
-                      void (*entry)(void *), void *arg);
+                      void (*entry)(void *), void *arg, usched__fpmode_t fp);
 
 #if defined(__x86_64__)
 #include "x86_64/cpu.h"

@@ -238,6 +238,10 @@ USCHED_EXPORT int usched_start(usched_t *s)
     if (atomic_load(&s->started)) return usched__error(EBUSY, "start: already started");
     s->ops = usched__policy_find(s->policy_name);
     if (!s->ops) return check_policy(s->policy_name);
+    /* New fibers start with the FP modes of this thread, which the workers
+     * inherit too (docs/stacks.md): the same for every fiber, whichever CPU
+     * makes its context, and read once instead of at every first run. */
+    s->fpmode = usched__ctx_fpmode();
     bool pol_inited = false;
     char err[256];
     int rc = usched__trace_open(s); /* a bad trace path fails here, not at the end */

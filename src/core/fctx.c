@@ -68,7 +68,7 @@ void usched__fctx_host(usched__fctx_t *h)
 }
 
 void usched__fctx_make(usched__fctx_t *f, void *lo, size_t size,
-                       void (*entry)(void *), void *arg)
+                       void (*entry)(void *), void *arg, usched__fpmode_t fp)
 {
     *f = (usched__fctx_t){ .stack_lo = lo, .stack_size = size };
 #if FCTX_ASAN
@@ -80,7 +80,7 @@ void usched__fctx_make(usched__fctx_t *f, void *lo, size_t size,
     if (bad)
         __asan_unpoison_memory_region(bad, (size_t)((char *)lo + size - bad));
 #endif
-    usched__ctx_make(&f->ctx, lo, size, entry, arg);
+    usched__ctx_make(&f->ctx, lo, size, entry, arg, fp);
     f->asan_bottom = lo;
     f->asan_size = size;
 #if FCTX_TSAN

@@ -32,9 +32,10 @@ typedef struct usched__fctx {
 /* Initialises the worker thread's own context (call on that thread). */
 void usched__fctx_host(usched__fctx_t *h);
 
-/* Prepares a fiber context on [lo, lo+size) that runs entry(arg). */
+/* Prepares a fiber context on [lo, lo+size) that runs entry(arg) with the
+ * FP modes fp (usched__ctx_fpmode). */
 void usched__fctx_make(usched__fctx_t *f, void *lo, size_t size,
-                       void (*entry)(void *), void *arg);
+                       void (*entry)(void *), void *arg, usched__fpmode_t fp);
 
 /* Switches from the running context `from` to `to`. */
 void usched__fctx_switch(usched__fctx_t *from, usched__fctx_t *to);

@@ -726,7 +726,7 @@ static const int migrate_stat[TOPO_NLEVELS] = {
 static void first_run(struct usched__wk *w, struct usched_task *t)
 {
     usched__stack_cache_trade(&w->stacks, &t->stack);
-    usched__fctx_make(&t->fctx, t->stack.lo, t->stack.size, usched__fiber_entry, t);
+    usched__fctx_make(&t->fctx, t->stack.lo, t->stack.size, usched__fiber_entry, t, w->s->fpmode);
 }
 
 /* Makes t the running fiber of w (just before switching to it). */

@@ -62,7 +62,7 @@ static void test_host_fiber(void)
     long fibers = test_scale(1000);
     for (long k = 0; k < fibers; k++) {
         struct fib f = { .host = &host };
-        usched__fctx_make(&f.ctx, stack, STACK, fiber_entry, &f);
+        usched__fctx_make(&f.ctx, stack, STACK, fiber_entry, &f, usched__ctx_fpmode());
         ASSERT(f.ctx.stack_lo == stack);
         ASSERT_EQ(f.ctx.stack_size, STACK);
         for (uint64_t v = 1; v <= 20; v++) {
@@ -99,7 +99,7 @@ static void *resume_once(void *arg)
 static void test_migration(void)
 {
     void *stack = stack_new();
-    usched__fctx_make(&migrant.ctx, stack, STACK, fiber_entry, &migrant);
+    usched__fctx_make(&migrant.ctx, stack, STACK, fiber_entry, &migrant, usched__ctx_fpmode());
     for (uint64_t v = 5; v > 0; v--) {
         pthread_t t;
         ASSERT_EQ(pthread_create(&t, NULL, resume_once, (void *)(uintptr_t)(v - 1)), 0);

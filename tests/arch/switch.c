@@ -97,8 +97,8 @@ static void test_pingpong(void)
 {
     void *s1 = stack_new(STACK), *s2 = stack_new(STACK);
     rounds = test_scale(1000000);
-    usched__ctx_make(&ping_ctx, s1, STACK, ping, &ping_ctx);
-    usched__ctx_make(&pong_ctx, s2, STACK, pong, &pong_ctx);
+    usched__ctx_make(&ping_ctx, s1, STACK, ping, &ping_ctx, usched__ctx_fpmode());
+    usched__ctx_make(&pong_ctx, s2, STACK, pong, &pong_ctx, usched__ctx_fpmode());
     double t0 = test_now();
     usched__ctx_switch(&host, &ping_ctx);
     double t = test_now() - t0;
@@ -133,7 +133,7 @@ static void test_round_robin(void)
     char *mem = stack_new((size_t)RR_N * SZ);
     rr_rounds = test_scale(1000);
     for (long i = 0; i < RR_N; i++)
-        usched__ctx_make(&rr_ctx[i], mem + i * SZ, SZ, rr_entry, (void *)(intptr_t)i);
+        usched__ctx_make(&rr_ctx[i], mem + i * SZ, SZ, rr_entry, (void *)(intptr_t)i, usched__ctx_fpmode());
     usched__ctx_switch(&host, &rr_ctx[0]);
     for (long i = 0; i < RR_N; i++)
         ASSERT_EQ(rr_count[i], rr_rounds);
@@ -169,7 +169,7 @@ static void test_alignment(void)
     for (size_t i = 0; i < sizeof skew / sizeof skew[0]; i++) {
         al_frame = al_local = 1;
         stack_reuse(mem, STACK);
-        usched__ctx_make(&al_ctx, mem + skew[i][0], skew[i][1], al_entry, NULL);
+        usched__ctx_make(&al_ctx, mem + skew[i][0], skew[i][1], al_entry, NULL, usched__ctx_fpmode());
         usched__ctx_switch(&host, &al_ctx);
         ASSERT_EQ(al_frame % 16, 0);
         ASSERT_EQ(al_local % alignof(max_align_t), 0);
@@ -207,7 +207,7 @@ static void test_registers(void)
 {
     uint64_t out[NREGS];
     void *mem = stack_new(STACK);
-    usched__ctx_make(&rg_ctx, mem, STACK, rg_entry, NULL);
+    usched__ctx_make(&rg_ctx, mem, STACK, rg_entry, NULL, usched__ctx_fpmode());
     for (uint64_t k = 1; k <= 100; k++) {
         fill(rg_in_host, k);
         regs_switch(&host, &rg_ctx, rg_in_host, out);
@@ -255,7 +255,7 @@ static void test_fp_control(void)
 {
     void *mem = stack_new(STACK);
     ASSERT_EQ(fesetround(FE_DOWNWARD), 0);
-    usched__ctx_make(&fp_ctx, mem, STACK, fp_entry, NULL); /* inherits DOWNWARD */
+    usched__ctx_make(&fp_ctx, mem, STACK, fp_entry, NULL, usched__ctx_fpmode()); /* DOWNWARD */
     ASSERT_EQ(fesetround(FE_TOWARDZERO), 0);
     usched__ctx_switch(&host, &fp_ctx);
     ASSERT_EQ(rounding(), FE_TOWARDZERO);
@@ -313,7 +313,7 @@ static void test_control_words_one_at_a_time(void)
     void *mem = stack_new(STACK);
     uint32_t m0 = cw_mxcsr();
     uint16_t x0 = cw_x87();
-    usched__ctx_make(&cw_ctx, mem, STACK, cw_entry, NULL);
+    usched__ctx_make(&cw_ctx, mem, STACK, cw_entry, NULL, usched__ctx_fpmode());
     usched__ctx_switch(&host, &cw_ctx);
     ASSERT_EQ(cw_mxcsr(), m0); /* only MXCSR differed */
     ASSERT_EQ(cw_x87(), x0);
@@ -341,7 +341,7 @@ static void test_return_traps(void)
     if (pid == 0) {
         signal(TRAP_SIGNAL, SIG_DFL);
         void *mem = stack_new(STACK);
-        usched__ctx_make(&ret_ctx, mem, STACK, ret_entry, NULL);
+        usched__ctx_make(&ret_ctx, mem, STACK, ret_entry, NULL, usched__ctx_fpmode());
         usched__ctx_switch(&host, &ret_ctx);
         _exit(0);
     }

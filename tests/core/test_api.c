@@ -13,9 +13,14 @@
  *    fibers' frames lie at least that far apart, and a fiber may use most
  *    of it);
  *  - the "pin" setting: pinned workers run on one CPU each, unpinned ones
- *    keep the process's CPUs.
+ *    keep the process's CPUs;
+ *  - FP modes: every new fiber starts with the rounding mode of the thread
+ *    that called usched_start, whatever its spawner or the fiber that ran
+ *    before it on that CPU set; a fiber keeps the mode it sets across
+ *    switches, and no other fiber or thread sees it.
  */
 #include <errno.h>
+#include <fenv.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -307,6 +312,58 @@ static void test_pin(void)
     ASSERT_EQ(worker_affinity("0"), CPU_COUNT(&mine));
 }
 
+/* ---- FP modes ------------------------------------------------------------------ */
+
+struct fp_probe {
+    int spawner_mode; /* what the spawner sets before spawning */
+    int child_seen, spawner_seen;
+};
+
+static void fp_child(void *arg)
+{
+    struct fp_probe *p = arg;
+    p->child_seen = fegetround();
+}
+
+/* Sets its own mode, spawns a child on this CPU (one worker: the child's
+ * context is made while the spawner is switched out, in the spawner's
+ * leave), joins it, and checks that its own mode survived. */
+static void fp_spawner(void *arg)
+{
+    struct fp_probe *p = arg;
+    ASSERT_EQ(fesetround(p->spawner_mode), 0);
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(usched_self(), &t, fp_child, p));
+    usched_yield();
+    ASSERT_OK(usched_join(t));
+    p->spawner_seen = fegetround();
+}
+
+static void fp_case(int start_mode, int spawner_mode)
+{
+    ASSERT_EQ(fesetround(start_mode), 0);
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:1 pu:1"));
+    ASSERT_OK(usched_start(s));
+    ASSERT_EQ(fesetround(FE_TONEAREST), 0); /* after start: changes nothing for fibers */
+    struct fp_probe p = {.spawner_mode = spawner_mode, .child_seen = -1, .spawner_seen = -1};
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(s, &t, fp_spawner, &p));
+    ASSERT_OK(usched_join(t));
+    ASSERT_OK(usched_destroy(s));
+    ASSERT_EQ(fegetround(), FE_TONEAREST); /* this thread's own mode */
+    ASSERT_EQ(p.child_seen, start_mode);   /* not the spawner's */
+    ASSERT_EQ(p.spawner_seen, spawner_mode);
+}
+
+static void test_fp_modes(void)
+{
+    fp_case(FE_TONEAREST, FE_DOWNWARD);
+    fp_case(FE_UPWARD, FE_TOWARDZERO);
+    ASSERT_EQ(fesetround(FE_TONEAREST), 0);
+}
+
 int main(void)
 {
     /* the per-policy reruns set USCHED_POLICY; the rest of the environment
@@ -322,6 +379,7 @@ int main(void)
     test_topo_print();
     test_stack_size();
     test_pin();
+    test_fp_modes();
     printf("ok\n");
     return 0;
 }

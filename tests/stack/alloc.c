@@ -197,7 +197,7 @@ static void test_deep_no_false_alarm(void)
     ASSERT_OK(usched__stack_alloc(72 * KB, &deep_st)); /* a fresh pool: unguarded */
     ASSERT_EQ(deep_st.guarded, 0);
     usched__fctx_host(&host);
-    usched__fctx_make(&deep, deep_st.lo, deep_st.size, deep_entry, NULL);
+    usched__fctx_make(&deep, deep_st.lo, deep_st.size, deep_entry, NULL, usched__ctx_fpmode());
     usched__fctx_switch(&host, &deep);
     usched__stack_check(&deep_st, 3);
     usched__fctx_destroy(&deep);

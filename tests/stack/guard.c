@@ -98,7 +98,7 @@ static void overflow_child(int mode)
     ASSERT_OK(usched__stack_alloc(SZ, &st));
     ASSERT_EQ(st.guarded, 1);
     usched__fctx_host(&host);
-    usched__fctx_make(&fiber, st.lo, st.size, recurse_entry, NULL);
+    usched__fctx_make(&fiber, st.lo, st.size, recurse_entry, NULL, usched__ctx_fpmode());
     usched__stack_set_current(&st, 42);
     usched__fctx_switch(&host, &fiber);
     fprintf(stderr, "recursion returned\n");
@@ -115,7 +115,7 @@ static void child_canary(void)
     ASSERT_EQ(st.guarded, 0);
     usched__stack_check(&st, 42); /* clean */
     usched__fctx_host(&host);
-    usched__fctx_make(&fiber, st.lo, st.size, scribble_entry, NULL);
+    usched__fctx_make(&fiber, st.lo, st.size, scribble_entry, NULL, usched__ctx_fpmode());
     usched__stack_set_current(&st, 42);
     usched__fctx_switch(&host, &fiber);
     usched__stack_set_current(NULL, 0);

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++) {
         ASSERT_OK(usched__stack_alloc(SZ, &st[i]));
         usched__ctx_t ctx; /* writes the initial frame into the top page */
-        usched__ctx_make(&ctx, st[i].lo, st[i].size, never, NULL);
+        usched__ctx_make(&ctx, st[i].lo, st[i].size, never, NULL, usched__ctx_fpmode());
     }
     double t_alloc = test_now() - t0;
     long rss1 = status_kb("VmRSS"), pte = status_kb("VmPTE"), maps = count_lines("/proc/self/maps");
