@@ -67,7 +67,7 @@ for sample in range(SAMPLES):
     if os.environ.get("COUNT_BY_FUNCTION"):
         for k, n in funcs.most_common():
             print("  %5d in %s" % (n, k))
-    for k, n in lines.most_common(40):
+    for k, n in lines.most_common(int(os.environ.get("COUNT_LINES", "40"))):
         print("  %5d at %s" % (n, k))
 print("mean of %d: %.1f instructions, %.2f locked" % (SAMPLES, sum_total / SAMPLES, sum_locked / SAMPLES))
 gdb.execute("kill")

@@ -191,7 +191,12 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
         gen = atomic_load_explicit(&s->knobs.gen, memory_order_acquire); /* before the decision reads knobs */
     }
 
-    struct usched_select_result r = decide(s, self, t, flags, waker);
+    struct usched_select_result r;
+    if ((flags & USCHED_SEL_FORK) && self && t->bound < 0 && (s->ops->flags & USCHED_OPS_FORK_NEXT))
+        /* the policy's declared answer to a spawn by a fiber (policy.h) */
+        r = (struct usched_select_result){.cpu = waker, .reason = USCHED_REASON_LOCAL, .slot = USCHED_SLOT_NEXT};
+    else
+        r = decide(s, self, t, flags, waker);
     if (pairable && r.reason == USCHED_REASON_SYNC && r.slot == USCHED_SLOT_NEXT && r.cpu == waker &&
         t->bound < 0 && (s->ops->flags & USCHED_OPS_SYNC_REUSE)) {
         t->memo_waker = wf->id;

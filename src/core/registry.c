@@ -55,7 +55,7 @@ const struct usched_ops *usched__policy_find(const char *name)
 }
 
 #define KNOWN_OPS_FLAGS (USCHED_OPS_SHARED_RQ | USCHED_OPS_NO_STEAL | USCHED_OPS_TRACK_TIME | USCHED_OPS_SMT_RULE | \
-                         USCHED_OPS_SYNC_REUSE)
+                         USCHED_OPS_SYNC_REUSE | USCHED_OPS_FORK_NEXT)
 
 USCHED_EXPORT int usched_policy_register(const struct usched_ops *ops)
 {

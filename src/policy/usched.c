@@ -315,7 +315,8 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
         /* The newest child runs next (Go's runnext): fork-join trees unfold
          * depth first, hot in cache, with few fibers alive; the child it
          * displaces goes to the queue, where idle CPUs steal. The commonest
-         * decision, so it reads no knob and saves no registers. */
+         * decision, so it reads no knob and saves no registers; with
+         * USCHED_OPS_FORK_NEXT the core makes it without this call. */
         out->cpu = a->waker_cpu;
         out->slot = USCHED_SLOT_NEXT;
         out->reason = USCHED_REASON_LOCAL;
@@ -327,7 +328,7 @@ static void usched_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_
 const struct usched_ops usched__policy_usched = {
     .name = "usched",
     .brief = "default: sync pairs on one CPU, idle cores first, nearest LLC outwards, no wasted cores",
-    .flags = USCHED_OPS_SMT_RULE | USCHED_OPS_SYNC_REUSE,
+    .flags = USCHED_OPS_SMT_RULE | USCHED_OPS_SYNC_REUSE | USCHED_OPS_FORK_NEXT,
     .task_state_size = sizeof(struct usched_pstate),
     .cpu_state_size = sizeof(struct usched_pcpu),
     .init = usched_init,

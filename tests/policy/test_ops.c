@@ -11,7 +11,10 @@
  *   - the queries a policy may make: usched_pol_random, usched_pol_count,
  *     usched_pol_cpu_state, and out-of-range arguments (a neutral answer and
  *     one warning);
- *   - usched_self_id and usched_stat_desc.
+ *   - usched_self_id and usched_stat_desc;
+ *   - USCHED_OPS_FORK_NEXT: spawns by fibers are placed in the spawner's next
+ *     slot without a select_cpu call (counted as place_local); spawns from
+ *     outside threads, bound spawns and wake-ups still ask.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -160,6 +163,87 @@ static int ops_want_steal(usched_pol_ctx_t *ctx, const struct usched_victim_args
     return -1; /* half */
 }
 
+/* ---- USCHED_OPS_FORK_NEXT ------------------------------------------------------ */
+
+static _Atomic int fn_fork_worker, fn_fork_outside, fn_other; /* select_cpu calls */
+
+static void fn_select(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
+                      struct usched_select_result *out)
+{
+    (void)ctx;
+    if ((a->flags & USCHED_SEL_FORK) && a->waker_cpu >= 0)
+        atomic_fetch_add(&fn_fork_worker, 1);
+    else if (a->flags & USCHED_SEL_FORK)
+        atomic_fetch_add(&fn_fork_outside, 1);
+    else
+        atomic_fetch_add(&fn_other, 1);
+    out->cpu = a->waker_cpu >= 0 ? a->waker_cpu : 0;
+    out->reason = USCHED_REASON_STACKED;
+    out->slot = USCHED_SLOT_TAIL;
+}
+
+static const struct usched_ops forknext = {
+    .name = "t_forknext", .brief = "test: spawns by fibers go to the next slot unasked",
+    .flags = USCHED_OPS_FORK_NEXT, .select_cpu = fn_select};
+
+static _Atomic int fn_ran;
+
+static void fn_sender(void *arg)
+{
+    ASSERT_OK(usched_chan_send(arg, (void *)1));
+}
+
+static void fn_child(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&fn_ran, 1);
+}
+
+/* NCHILD spawns joined one by one, one bound spawn, and a wake-up (a
+ * rendezvous message from the bound child, which the parent waits for). */
+static void fn_parent(void *arg)
+{
+    usched_chan_t *ch = arg;
+    for (long i = 0; i < NCHILD; i++) {
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn(usched_self(), &t, fn_child, NULL));
+        ASSERT_OK(usched_join(t));
+    }
+    usched_task_t *b;
+    ASSERT_OK(usched_spawn_on(usched_self(), &b, 1, fn_sender, ch));
+    void *m;
+    ASSERT_OK(usched_chan_recv(ch, &m));
+    ASSERT_OK(usched_join(b));
+}
+
+static void fork_next(void)
+{
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "policy", "t_forknext"));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
+    ASSERT_OK(usched_start(s));
+    usched_chan_t *ch;
+    ASSERT_OK(usched_chan_create(&ch, 0));
+    usched_task_t *p;
+    ASSERT_OK(usched_spawn(s, &p, fn_parent, ch));
+    ASSERT_OK(usched_join(p));
+    uint64_t local = 0, bound = 0;
+    ASSERT_OK(usched_stat(s, "place_local", &local));
+    ASSERT_OK(usched_stat(s, "place_bound", &bound));
+    ASSERT_OK(usched_destroy(s));
+    ASSERT_OK(usched_chan_destroy(ch));
+    printf("t_forknext: select_cpu for spawns by fibers %d, from outside %d, other %d; "
+           "place_local %llu, place_bound %llu\n", atomic_load(&fn_fork_worker), atomic_load(&fn_fork_outside),
+           atomic_load(&fn_other), (unsigned long long)local, (unsigned long long)bound);
+    ASSERT_EQ(atomic_load(&fn_ran), NCHILD);
+    ASSERT_EQ(atomic_load(&fn_fork_worker), 0);  /* never asked */
+    ASSERT_EQ(atomic_load(&fn_fork_outside), 1); /* the parent */
+    ASSERT_GE(atomic_load(&fn_other), 1);        /* the parent's wake-up by the bound child */
+    ASSERT_GE(local, NCHILD);                    /* the children, as LOCAL */
+    ASSERT_GE(bound, 1);
+}
+
 static int failing_init(usched_pol_ctx_t *ctx)
 {
     (void)ctx;
@@ -295,10 +379,11 @@ static void registration(void)
     ASSERT_OK(usched_policy_register(&steals));
     ASSERT_OK(usched_policy_register(&nosteal));
     ASSERT_OK(usched_policy_register(&failing));
+    ASSERT_OK(usched_policy_register(&forknext));
     /* fill the table: 16 registered policies at most */
     static struct usched_ops fill[16];
     static char names[16][16];
-    int n = 3;
+    int n = 4;
     for (int i = 0; n < 16; i++, n++) {
         snprintf(names[i], sizeof names[i], "t_fill%d", i);
         fill[i] = (struct usched_ops){.name = names[i], .brief = "test: fills the table"};
@@ -352,6 +437,7 @@ int main(void)
     stat_descs();
     registration();
     failing_start();
+    fork_next();
 
     /* capture stderr: the out-of-range queries warn once per scheduler */
     struct capture cap;
