@@ -11,7 +11,7 @@
 # next_cap runs, need a window longer than that period).
 # With COUNT_BY_FUNCTION=1 in the environment it also prints how many
 # instructions each function executed; with COUNT_BY_LINE=1, each source line
-# (file:line, the 40 busiest).
+# (file:line, the 40 busiest; COUNT_LINES=n for another number).
 import collections
 import os
 
