@@ -322,7 +322,8 @@ int usched_policy_register(const struct usched_ops *ops);
                                        only each other). */
 #define USCHED_OPS_FORK_NEXT 0x20u /* the policy's answer to every spawn
                                       made on one of the scheduler's CPUs
-                                      (by its fibers) is the spawner's CPU, slot NEXT, reason LOCAL
+                                      (by its fibers) is the spawner's CPU,
+                                      slot NEXT, reason LOCAL
                                       (Go's runnext: the newest child runs
                                       next, the one it displaces is queued
                                       where idle CPUs steal): the core places

@@ -246,13 +246,13 @@ struct usched {
     struct usched_pol_ctx pol;
     void *pol_priv;
     bool track_time;   /* USCHED_OPS_TRACK_TIME: keep run times */
-    usched__fpmode_t fpmode; /* every new fiber's FP modes: usched_start's caller's */
     bool yield_shared; /* USCHED_OPS_SHARED_RQ: a yield requeues on the global queue */
     bool next_asym;    /* membarrier registered: owners touch their next slot lock-free (N1-N4) */
     bool pol_steals;   /* idle CPUs may steal (more than one CPU, no NO_STEAL or SHARED_RQ) */
     bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
     bool tracing;      /* trace events are recorded (trace.h): set before the workers start */
     bool pinned;       /* each worker pinned to its CPU at start (api.c) */
+    usched__fpmode_t fpmode; /* every new fiber's FP modes: usched_start's caller's */
     _Atomic int started;
     _Atomic int stopping;
 
