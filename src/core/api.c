@@ -290,6 +290,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
         w->cpu = c;
         w->rng = 0x9e3779b9u * (unsigned)(c + 1);
         w->lat_rng = w->rng ^ 0x5bd1e995u;
+        usched__lat_reload(w);
         usched__ring_init(&w->ring);
         usched__inbox_init(&w->inbox);
         usched__timers_init(&w->timers);

@@ -181,7 +181,8 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t next_runs;
     uint32_t rng;
-    uint32_t lat_rng;                    /* wake-up latency sampling (trace.h) */
+    uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */
+    uint32_t lat_left;                   /* and the wake-ups left until the next sample */
     int cpu;
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
@@ -316,18 +317,28 @@ static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int 
 }
 
 /* Wake-up latency (trace.h): is this wake-up, decided on w (NULL: an outside
- * thread, always measured), one of the 1 in USCHED__LAT_EVERY measured?
- * xorshift32 on the owner's own state, so a regular pattern of wake-ups (a
- * ping-pong pair) is not sampled in step with it. */
-static inline bool usched__lat_sample(struct usched__wk *w)
+ * thread, always measured), one of the 1 in USCHED__LAT_EVERY measured? A
+ * countdown on the owner's own state, reloaded after each sample with a
+ * random gap of 1 to 2 * USCHED__LAT_EVERY - 1 wake-ups (xorshift32; mean
+ * USCHED__LAT_EVERY), so a regular pattern of wake-ups (a ping-pong pair) is
+ * not sampled in step with it; a wake-up that is not sampled costs a
+ * decrement. */
+static inline void usched__lat_reload(struct usched__wk *w)
 {
-    if (!w) return true;
     uint32_t x = w->lat_rng;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
     w->lat_rng = x;
-    return (x & (USCHED__LAT_EVERY - 1)) == 0;
+    w->lat_left = 1 + x % (2 * USCHED__LAT_EVERY - 1);
+}
+
+static inline bool usched__lat_sample(struct usched__wk *w)
+{
+    if (!w) return true;
+    if (__builtin_expect(--w->lat_left != 0, 1)) return false;
+    usched__lat_reload(w);
+    return true;
 }
 
 /* ---- the rooms' interfaces --------------------------------------------------- */

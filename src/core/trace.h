@@ -102,7 +102,7 @@ struct usched__tbuf {
 /* ---- wake-up latency ----------------------------------------------------- */
 
 #define USCHED__LAT_SUB 4 /* buckets per power of two */
-#define USCHED__LAT_EVERY 64 /* one wake-up in 64 is measured (a power of two) */
+#define USCHED__LAT_EVERY 64 /* one wake-up in 64 is measured, on average */
 #define USCHED__LAT_NB (64 * USCHED__LAT_SUB)
 
 typedef struct usched__lat {
