@@ -409,5 +409,10 @@ bool usched__idle_smt_rule(struct usched *s);
 /* Under the smt rule, when cpu has a busy sibling: a CPU of a whole idle
  * core of cpu's LLC, the one new work should go to instead; else -1. */
 int usched__idle_core_instead(struct usched *s, int cpu);
+/* Under the smt rule: cpu has a busy sibling (a CPU of its core other than
+ * it is not idle). */
+bool usched__idle_rule_beside_busy(struct usched *s, int cpu);
+/* Another CPU of cpu's core is busy (false on a core of one CPU). */
+bool usched__idle_sibling_busy(struct usched *s, int cpu);
 
 #endif

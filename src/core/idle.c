@@ -94,6 +94,16 @@ bool usched__idle_smt_rule(struct usched *s)
     return s->smt_rule && usched__knob_get(&s->knobs, USCHED_KNOB_smt);
 }
 
+bool usched__idle_sibling_busy(struct usched *s, int cpu)
+{
+    return sibling_busy(s, cpu);
+}
+
+bool usched__idle_rule_beside_busy(struct usched *s, int cpu)
+{
+    return usched__idle_smt_rule(s) && sibling_busy(s, cpu);
+}
+
 int usched__idle_core_instead(struct usched *s, int cpu)
 {
     if (!usched__idle_smt_rule(s) || !sibling_busy(s, cpu)) return -1;

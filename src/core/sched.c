@@ -437,12 +437,31 @@ static struct usched_task *steal(usched_t *s, struct usched__wk *w, bool last_pa
             if (hi > lo) lo = hi;
         }
     }
+    /* The smt rule, beside a busy sibling: see the owner test below. */
+    bool beside = usched__idle_rule_beside_busy(s, w->cpu);
     for (int i = 0; i < n; i++) {
         int v = order[i];
         if (v == w->cpu || v < 0 || v >= s->ncpus) continue;
         struct usched__wk *vw = s->wk[v];
         int level = usched__topo_level_shared(s->topo, w->cpu, v);
         unsigned load = usched__ring_len(&vw->ring);
+        /* A victim that is awake between two fibers (not running one, not
+         * parked, not contended) takes its own queue next; when no other
+         * CPU of its core is busy, the work starts there beside no busy
+         * sibling, so a thief beside a busy sibling leaves it. That victim
+         * was typically just claimed for a wake-up: its idle bit is clear,
+         * so its core no longer counts as whole idle and defer() would let
+         * the thief take the fiber from under it (policy_place's sync
+         * hand-off on 2x6x2 under qemu: the wakee ran beside P's busy
+         * sibling in about 1 run of 6). Progress: the victim does not park
+         * while its own queue holds work (P3), and this thief keeps
+         * looking (the work stays visible to it). */
+        if (load && beside && !atomic_load_explicit(&vw->current, memory_order_relaxed) &&
+            atomic_load_explicit(&vw->state, memory_order_relaxed) == WK_RUNNING && !usched__wk_contended(vw) &&
+            !usched__idle_sibling_busy(s, v)) {
+            usched__stat_add(&w->stats, USCHED_STAT_steal_left_owner, 1);
+            continue;
+        }
         if (load) {
             int want = steal_want(s, w->cpu, v, level, load);
             if (want != 0 && defer(s, w)) return NULL;

@@ -38,6 +38,7 @@
     X(stolen_fibers, "fibers moved by steals")                                   \
     X(steal_failed, "steal passes that found nothing")                           \
     X(steal_deferred, "steals left to a whole idle core of the LLC (the thief's SMT sibling was busy)") \
+    X(steal_left_owner, "steals left to a victim awake between fibers on a core with no busy CPU (the thief's SMT sibling was busy)") \
     X(steal_busy_sibling, "steals by a CPU beside a busy SMT sibling while a whole core idled in the LLC") \
     X(global_pulls, "fibers taken from the global queue")                        \
     X(global_deferred, "global-queue pulls left to a whole idle core of the LLC (the puller's SMT sibling was busy; each pass counts)") \
