@@ -106,6 +106,6 @@ bool usched__idle_rule_beside_busy(struct usched *s, int cpu)
 
 int usched__idle_core_instead(struct usched *s, int cpu)
 {
-    if (!usched__idle_smt_rule(s) || !sibling_busy(s, cpu)) return -1;
+    if (!usched__idle_rule_beside_busy(s, cpu)) return -1;
     return llc_idle_core(s, cpu);
 }
