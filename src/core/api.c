@@ -195,18 +195,37 @@ static int emulate_setup(usched_t *s, char *err, size_t errlen)
 
 /* ---- end of SMT emulation ------------------------------------------------ */
 
-int usched__wk_pin(usched_t *s, struct usched__wk *w, bool llc)
+/* A contended worker is widened onto CPUs where the kernel can give it more
+ * time: CPUs that run no worker of s, and those whose worker is not
+ * contended itself (monitor.c decides at the start of the episode). Onto a
+ * contended sibling it would only take turns with that worker and its
+ * neighbour: with 2 clients of tbench or pgbench on 2 CPUs both workers are
+ * contended, and widening each onto the other cost 16-22% of the throughput
+ * (BENCHMARKS.md, 2026-12-05). */
+int usched__wk_widen_set(usched_t *s, const struct usched__wk *w, cpu_set_t *set)
 {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (llc && !s->emu_os) {
-        const uint64_t *m = usched__topo_group_mask(s->topo, TOPO_LLC, usched__topo_group(s->topo, w->cpu, TOPO_LLC));
-        for (int c = 0; c < s->ncpus; c++)
-            if (m[c / 64] & (1ull << (c % 64))) CPU_SET(usched__topo_os_index(s->topo, c), &set);
-    } else {
-        CPU_SET(s->emu_os ? s->emu_os[w->cpu] : usched__topo_os_index(s->topo, w->cpu), &set);
+    int os[CPU_SETSIZE];
+    int n = usched__topo_llc_whole_os(s->topo, w->cpu, os, CPU_SETSIZE), k = 0;
+    if (n > CPU_SETSIZE) n = CPU_SETSIZE;
+    CPU_ZERO(set);
+    for (int i = 0; i < n; i++) {
+        int c = usched__topo_cpu_of_os(s->topo, os[i]);
+        if (c >= 0 && c != w->cpu && usched__wk_contended(s->wk[c])) continue;
+        CPU_SET(os[i], set);
+        k++;
     }
-    return -pthread_setaffinity_np(w->thread, sizeof set, &set);
+    return k;
+}
+
+int usched__wk_pin(usched_t *s, struct usched__wk *w, const cpu_set_t *set)
+{
+    cpu_set_t one;
+    if (!set) {
+        CPU_ZERO(&one);
+        CPU_SET(s->emu_os ? s->emu_os[w->cpu] : usched__topo_os_index(s->topo, w->cpu), &one);
+        set = &one;
+    }
+    return -pthread_setaffinity_np(w->thread, sizeof *set, set);
 }
 
 /* The worker thread's entry: publishes its thread id for the monitor's run
@@ -321,7 +340,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
             goto fail;
         }
         w->thread_started = 1;
-        if (pin) usched__wk_pin(s, w, false); /* best effort: a CPU may be gone */
+        if (pin) usched__wk_pin(s, w, NULL); /* best effort: a CPU may be gone */
     }
     /* The stall monitor (monitor.c), once the workers run. */
     if ((rc = usched__monitor_start(s)) < 0) {

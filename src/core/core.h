@@ -16,6 +16,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -387,9 +388,13 @@ static inline bool usched__wk_contended(const struct usched__wk *w)
 {
     return atomic_load_explicit(&w->contended, memory_order_relaxed) != 0;
 }
-/* Pins w's thread to its CPU, or with `llc` to every CPU of its LLC
- * (api.c). 0 or a negative errno. */
-int usched__wk_pin(struct usched *s, struct usched__wk *w, bool llc);
+/* Pins w's thread to its CPU (set NULL) or to the OS CPUs of set (api.c).
+ * 0 or a negative errno. */
+int usched__wk_pin(struct usched *s, struct usched__wk *w, const cpu_set_t *set);
+/* The CPUs a contended worker w may be widened to (monitor.c C4): its own
+ * and those of its LLC that run no worker of s or an uncontended one. Their
+ * number (1: its own CPU only), the OS CPUs in *set. */
+int usched__wk_widen_set(struct usched *s, const struct usched__wk *w, cpu_set_t *set);
 /* Tracing and wake-up latency (trace.c). */
 int usched__trace_open(struct usched *s);
 void usched__trace_close(struct usched *s);

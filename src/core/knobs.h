@@ -80,7 +80,7 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
     X(contend_pct, KNOB_INT, 25, 0, 100, 1, "all",                               \
       "run delay, in percent of the time between two looks, above which the monitor counts a worker as contended (0 = off; docs/monitor.md)") \
     X(contend_pin, KNOB_INT, 1, 0, 1, 1, "all",                                  \
-      "1: widen a contended pinned worker's affinity to its LLC until it is uncontended; 0: keep it pinned (docs/monitor.md)")
+      "1: widen a contended pinned worker's affinity, until it is uncontended, to the CPUs of its LLC with no worker or an uncontended one; 0: keep it pinned (docs/monitor.md)")
 
 enum usched__knob {
 #define X(name, type, def, min, max, rt, pols, desc) USCHED_KNOB_##name,

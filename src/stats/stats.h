@@ -77,7 +77,7 @@
     X(contend_nospin, "idle entries of a contended CPU that parked without spinning") \
     X(contend_wake_skips, "wakep wake-ups that passed over a contended parked CPU for an uncontended one") \
     X(contend_served, "looks at a contended CPU without progress whose timers and inbox the monitor served") \
-    X(contend_unpins, "contended workers whose affinity the monitor widened to their LLC (contend_pin=llc)")
+    X(contend_unpins, "contended workers whose affinity the monitor widened beyond their CPU (contend_pin=1)")
 
 #define USCHED_STATS_PLACE_(id, name, desc) X(place_##name, desc)
 

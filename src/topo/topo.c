@@ -739,6 +739,43 @@ static int build_model(usched__topo_t *t)
     return 0;
 }
 
+/* Records each PU's LLC as loaded, before restrict_cpus or a quota removes
+ * CPUs from t->hw (usched__topo_llc_whole_os). */
+static int whole_llc_record(usched__topo_t *t)
+{
+    int n = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
+    int max = 0;
+    for (int i = 0; i < n; i++) {
+        int os = (int)hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PU, (unsigned)i)->os_index;
+        if (os > max) max = os;
+    }
+    t->whole_llc = usched__calloc((size_t)max + 1, sizeof *t->whole_llc);
+    if (!t->whole_llc) return -ENOMEM;
+    t->whole_max_os = max;
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PU, (unsigned)i);
+        hwloc_obj_t llc = level_obj(t, pu, TOPO_LLC, NULL);
+        if (!(t->whole_llc[pu->os_index] = hwloc_bitmap_dup(llc->cpuset))) return -ENOMEM;
+    }
+    return 0;
+}
+
+int usched__topo_llc_whole_os(const usched__topo_t *t, int cpu, int *os, int max)
+{
+    int me = t->os[cpu], n = 0, i;
+    hwloc_const_bitmap_t set = me <= t->whole_max_os ? t->whole_llc[me] : NULL;
+    if (!set) { /* not recorded (cannot happen after a load): the CPU alone */
+        if (max > 0) os[0] = me;
+        return 1;
+    }
+    hwloc_bitmap_foreach_begin(i, set) {
+        if (n < max) os[n] = i;
+        n++;
+    }
+    hwloc_bitmap_foreach_end();
+    return n;
+}
+
 int usched__topo_load(usched__topo_t **out, const char *input, const char *cpus, char *err,
                       size_t errlen)
 {
@@ -755,6 +792,11 @@ int usched__topo_load(usched__topo_t **out, const char *input, const char *cpus,
         return r;
     }
     t->live = t->source == TOPO_SRC_LIVE;
+    if ((r = whole_llc_record(t)) < 0) {
+        snprintf(err, errlen, "topology: out of memory");
+        usched__topo_free(t);
+        return r;
+    }
     if (cpus && (r = restrict_cpus(t->hw, cpus, err, errlen)) < 0) {
         usched__topo_free(t);
         return r;
@@ -820,6 +862,9 @@ void usched__topo_free(usched__topo_t *t)
 {
     if (!t) return;
     free_model(t);
+    if (t->whole_llc)
+        for (int i = 0; i <= t->whole_max_os; i++) hwloc_bitmap_free(t->whole_llc[i]);
+    free(t->whole_llc);
     if (t->hw) hwloc_topology_destroy(t->hw);
     free(t);
 }

@@ -89,6 +89,13 @@ const int *usched__topo_band_end(const usched__topo_t *t, int cpu);
  * unknown format (nothing printed). */
 int usched__topo_print(const usched__topo_t *t, FILE *f, const char *format);
 
+/* The OS indices (ascending, at most max written into os) of the CPUs that
+ * share `cpu`'s LLC in the topology as loaded, before any --cpus or quota
+ * restriction: on the live machine, the CPUs of that LLC the process may
+ * use, whether or not the scheduler runs a worker on them. Returns their
+ * number (at least 1: cpu itself). */
+int usched__topo_llc_whole_os(const usched__topo_t *t, int cpu, int *os, int max);
+
 /* Restricts a loaded topology to the CPUs of `mask` (dense numbers, at least
  * one) and rebuilds the model: CPUs are renumbered densely. -EINVAL for an
  * empty mask, -ENOMEM; after -ENOMEM the topology may only be freed. */

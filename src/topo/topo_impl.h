@@ -28,6 +28,10 @@ struct usched__topo {
     int *weight[TOPO_NLEVELS];      /* [group] member count */
     int *order;                     /* [cpu * ncpus] CPUs by distance */
     int *band;                      /* [cpu * TOPO_NLEVELS] band ends */
+    /* Kept across --cpus and quota restrictions (whole_llc_record): for each
+     * OS index of the topology as loaded, the OS indices of its LLC. */
+    int whole_max_os;
+    hwloc_bitmap_t *whole_llc;      /* [0..whole_max_os], NULL: no such PU */
 };
 
 /* Writes a mask as a CPU list ("0-5,12,14-15", dense numbers) or "none". */

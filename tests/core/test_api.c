@@ -290,7 +290,7 @@ static int worker_affinity(const char *pin)
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_set(s, "pin", pin));
-    /* The monitor widens a contended pinned worker's affinity to its LLC
+    /* The monitor widens a contended pinned worker's affinity within its LLC
      * for the episode (contend_pin, monitor.c C4): on a loaded machine, or
      * under qemu, the fiber could then see both CPUs. This case is about
      * the pin itself. */

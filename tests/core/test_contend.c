@@ -15,8 +15,14 @@
  *   wakep     (3 CPUs or more) a fiber on CPU 1 spawns while every other
  *             CPU is parked: wakep passes CPU 0 over (contend_wake_skips);
  *   pin       when the workers are pinned (the live machine), CPU 0's worker
- *             is widened to its LLC for the episode and pinned back after;
- *   end       fed 0%, CPU 0 is uncontended again and spins as before.
+ *             is widened to its LLC for the episode (every other worker is
+ *             uncontended) and pinned back after;
+ *   end       fed 0%, CPU 0 is uncontended again and spins as before;
+ *   crowded   CPU 1 is contended first (while CPU 0 is not: pinned, it is
+ *             widened), then CPU 0: CPU 0 is widened only onto the CPUs of
+ *             its LLC whose worker is not contended - on two CPUs none, so
+ *             it stays on its own; a garbage line then ends CPU 1's episode
+ *             (no reading is no contention) and 0% ends CPU 0's.
  * Every wait is bounded (20 s, which no correct run reaches); nothing
  * asserts a time.
  *
@@ -60,19 +66,26 @@ static void write_line(int cpu, const char *line)
     ASSERT_EQ(rename(tmp, path), 0);
 }
 
-/* One step of fake time: 1 ms runnable per CPU, CPU 0 waiting pct0 % of it;
- * the last CPU's file is left as it is (garbage). */
-static void feed(int ncpus, int pct0)
+/* One step of fake time: 1 ms runnable per CPU, CPU c waiting pct[c] % of
+ * it, for CPUs 0 .. upto-1 (the others' files are left as they are). */
+static void feed_cpus(int upto, const int *pct)
 {
-    for (int c = 0; c < ncpus - 1; c++) {
-        int pct = c == 0 ? pct0 : 0;
-        run_ns[c] += 1000000ull * (100 - pct) / 100;
-        delay_ns[c] += 1000000ull * pct / 100;
+    for (int c = 0; c < upto; c++) {
+        run_ns[c] += 1000000ull * (uint64_t)(100 - pct[c]) / 100;
+        delay_ns[c] += 1000000ull * (uint64_t)pct[c] / 100;
         char line[96];
         snprintf(line, sizeof line, "%llu %llu 7\n", (unsigned long long)run_ns[c], (unsigned long long)delay_ns[c]);
         write_line(c, line);
     }
     usleep(500);
+}
+
+/* CPU 0 waiting pct0 %, the others 0%; the last CPU's file is left as it is
+ * (garbage). */
+static void feed(int ncpus, int pct0)
+{
+    int pct[256] = {pct0};
+    feed_cpus(ncpus - 1, pct);
 }
 
 static int cpu_count_of(struct usched__wk *w)
@@ -129,6 +142,20 @@ static void wait_contended(int ncpus, int pct0, bool want)
     atomic_store(&feeding, 0);
     ASSERT_OK(usched_wait(sched));
     ASSERT_EQ(usched__wk_contended(sched->wk[0]), want);
+}
+
+/* Feeds CPUs 0 .. upto-1 with pct until CPU cpu's verdict is want. The
+ * fiber that keeps a worker awake runs on the last CPU (n >= 3) or on CPU
+ * 1, which the crowded phase feeds itself. */
+static void wait_for(int upto, const int *pct, int cpu, bool want)
+{
+    atomic_store(&feeding, 1);
+    ASSERT_OK(usched_spawn_on(sched, NULL, usched_ncpus(sched) - 1, awake, NULL));
+    double end = test_now() + BOUND_S;
+    while (usched__wk_contended(sched->wk[cpu]) != want && test_now() < end) feed_cpus(upto, pct);
+    atomic_store(&feeding, 0);
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ(usched__wk_contended(sched->wk[cpu]), want);
 }
 
 int main(int argc, char **argv)
@@ -197,6 +224,39 @@ int main(int argc, char **argv)
     ASSERT_OK(usched_wait(sched));
     ASSERT_EQ_U(stat_of("contend_nospin"), nospin0);
     ASSERT_EQ(usched__wk_contended(sched->wk[n - 1]), false); /* garbage: never contended */
+
+    /* crowded: CPU 1 first (its file gets real lines from here), then CPU 0 */
+    uint64_t unpins0 = stat_of("contend_unpins");
+    int pct[256] = {0};
+    pct[1] = 50;
+    wait_for(2, pct, 1, true);
+    pct[0] = 50;
+    wait_for(2, pct, 0, true);
+    int expect = 0; /* CPU 0 and the CPUs of its LLC whose worker is not contended */
+    {
+        usched__topo_t *t = sched->topo;
+        const uint64_t *m = usched__topo_group_mask(t, TOPO_LLC, usched__topo_group(t, 0, TOPO_LLC));
+        for (int c = 0; c < n; c++)
+            if ((m[c / 64] >> (c % 64) & 1) && (c == 0 || !usched__wk_contended(sched->wk[c]))) expect++;
+    }
+    printf("crowded: CPUs 0 and 1 contended; CPU 0's worker may run on %d CPUs (%d expected when "
+           "pinned), CPU 1's on %d; contend_unpins +%llu\n", cpu_count_of(sched->wk[0]), expect,
+           cpu_count_of(sched->wk[1]), (unsigned long long)(stat_of("contend_unpins") - unpins0));
+    if (sched->pinned) {
+        ASSERT_EQ(cpu_count_of(sched->wk[0]), expect);
+        ASSERT_GT(cpu_count_of(sched->wk[1]), 1); /* widened while CPU 0 was uncontended */
+        ASSERT_EQ_U(stat_of("contend_unpins") - unpins0, expect > 1 ? 2 : 1);
+    } else {
+        ASSERT_EQ_U(stat_of("contend_unpins"), 0);
+    }
+    write_line(1, "not a schedstat line either\n");
+    pct[0] = 0;
+    wait_for(1, pct, 0, false);
+    for (int c = 0; c < n; c++) ASSERT_EQ(usched__wk_contended(sched->wk[c]), false);
+    if (sched->pinned) {
+        ASSERT_EQ(cpu_count_of(sched->wk[0]), 1);
+        ASSERT_EQ(cpu_count_of(sched->wk[1]), 1);
+    }
 
     ASSERT_OK(usched_destroy(sched));
     char path[128];

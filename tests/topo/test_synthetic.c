@@ -104,6 +104,26 @@ int main(void)
     ASSERT_EQ(usched__topo_ngroups(t, TOPO_SMT), 3);
     ASSERT_EQ(usched__topo_ngroups(t, TOPO_PACKAGE), 2);
     topo_check_invariants(t);
+    /* ... and remembers each CPU's whole LLC (here its package) as loaded:
+     * the CPUs a contended worker may be widened onto (monitor.c C4). */
+    int os[64];
+    ASSERT_EQ(usched__topo_llc_whole_os(t, 0, os, 64), 12);
+    for (int i = 0; i < 12; i++) ASSERT_EQ(os[i], i);
+    ASSERT_EQ(usched__topo_llc_whole_os(t, 4, os, 2), 12); /* counted, 2 written */
+    ASSERT_EQ(os[0], 12);
+    ASSERT_EQ(os[1], 13);
+    usched__topo_free(t);
+    /* Unrestricted, the whole LLC is the model's LLC group. */
+    t = topo_load_ok("pack:2 l3:2 l2:4 core:1 pu:2", NULL);
+    for (int c = 0; c < usched__topo_ncpus(t); c++) {
+        const uint64_t *m = usched__topo_group_mask(t, TOPO_LLC, usched__topo_group(t, c, TOPO_LLC));
+        int n = usched__topo_llc_whole_os(t, c, os, 64);
+        ASSERT_EQ(n, usched__topo_group_weight(t, TOPO_LLC, usched__topo_group(t, c, TOPO_LLC)));
+        for (int i = 0; i < n; i++) {
+            int d = usched__topo_cpu_of_os(t, os[i]);
+            ASSERT(d >= 0 && (m[d / 64] >> (d % 64) & 1));
+        }
+    }
     usched__topo_free(t);
 
     /* This machine: at least one CPU, live, sane. */
