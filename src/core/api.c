@@ -210,7 +210,7 @@ int usched__wk_widen_set(usched_t *s, const struct usched__wk *w, cpu_set_t *set
     CPU_ZERO(set);
     for (int i = 0; i < n; i++) {
         int c = usched__topo_cpu_of_os(s->topo, os[i]);
-        if (c >= 0 && c != w->cpu && usched__wk_contended(s->wk[c])) continue;
+        if (os[i] >= CPU_SETSIZE || (c >= 0 && c != w->cpu && usched__wk_contended(s->wk[c]))) continue;
         CPU_SET(os[i], set);
         k++;
     }
