@@ -610,7 +610,12 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
          * parked, so a CPU that handed work to a partner spins for the
          * answer instead of parking at once). */
         uint32_t awake = (uint32_t)s->ncpus - atomic_load(&s->nparked);
-        if (!spinning && usched__wk_contended(w)) {
+        bool recheck = w->io_recheck; /* P1': back from a poller deferral */
+        w->io_recheck = 0;
+        if (!spinning && recheck) {
+            /* Straight to the park checks: a spin here would poll and take
+             * the spinning CPU's events (and fibers) after every deferral. */
+        } else if (!spinning && usched__wk_contended(w)) {
             /* C2 (monitor.c): no spinning on a contended CPU. */
             w->handoff = 0;
             usched__stat_add(&w->stats, USCHED_STAT_contend_nospin, 1);
@@ -662,9 +667,11 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         /* P1, P2 (nparked first: a kicker decrements it only after it saw
          * PARKED) */
         atomic_fetch_add(&s->nparked, 1);
-        /* P1': the CPU that takes the poller role parks in epoll (src/io) */
+        /* P1': the CPU that takes the poller role parks in epoll (src/io);
+         * while another CPU spins (and polls), the role waits (defer_dl) */
+        uint64_t defer_dl = UINT64_MAX;
         bool in_poller = atomic_load_explicit(&s->io, memory_order_acquire) &&
-                         usched__io_claim_poller(s, w->cpu);
+                         usched__io_claim_poller(s, w->cpu, &defer_dl);
         atomic_store_explicit(&w->state, in_poller ? WK_PARKED_POLL : WK_PARKED, memory_order_seq_cst);
         /* P2: an explicit fence, though C11 orders a seq_cst store before
          * the seq_cst loads of P3 without one: qemu-user's aarch64 emulation
@@ -705,6 +712,8 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
          * park bounds the madvise work a parking CPU does; not tuned). */
         usched__stack_trim(-1, 64);
         uint64_t dl = usched__timers_next(&w->timers);
+        bool deferred = defer_dl < dl;
+        if (deferred) dl = defer_dl;
         if (in_poller) {
             /* P4': epoll until the earliest timer; events go out after unpark */
             usched__io_park(w, dl);
@@ -724,6 +733,10 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
                 usched__futex(&w->state, FUTEX_WAIT, WK_PARKED, &ts);
             }
         }
+        /* The deferral's end, not a kick: look at the poller role again */
+        if (deferred && atomic_load_explicit(&w->state, memory_order_relaxed) == WK_PARKED &&
+            usched__now_ns() >= defer_dl)
+            w->io_recheck = 1;
         unpark(s, w);
         USCHED__TRACE(s, w, unpark, 0, 0, 0, 0);
         atomic_store_explicit(&s->waking, 0, memory_order_relaxed);

@@ -23,7 +23,9 @@
  *     only while fibers wait on fds) blocks in epoll_wait instead of on its
  *     futex, until its earliest timer. While any CPU is parked and fibers
  *     wait for I/O, one parked CPU is in epoll, so the last CPU to park blocks
- *     there when no other does.
+ *     there when no other does - except while another CPU spins: then the
+ *     parking CPU leaves the role to the spinner's polls for the length of a
+ *     spin and looks again (usched__io_claim_poller).
  *
  * The park protocol of src/core/sched.c, extended (P1-P4, W1-W3 there):
  *   P1'. the parking CPU claims the role (CAS poller -1 -> cpu) and stores
@@ -69,6 +71,9 @@
 #include "io/io_impl.h"
 
 #define EV_WAKE UINT64_MAX /* epoll_data of evfd */
+/* The shortest poller deferral (usched__io_claim_poller), for spin_us 0:
+ * a spinner still makes a full round of 4 passes. Not tuned. */
+#define IO_DEFER_MIN_NS 20000ull
 
 static _Atomic uint64_t next_io_id = 1;
 static _Atomic int pwait2_missing; /* epoll_pwait2 returned ENOSYS once */
@@ -247,11 +252,28 @@ void usched__io_poll_idle(struct usched__wk *w)
     if (io) poll_nb(io, w, IO_EVENTS_BUSY, true);
 }
 
-/* P1': the poller role, only while fibers wait on fds. */
-bool usched__io_claim_poller(usched_t *s, int cpu)
+/* P1': the poller role, only while fibers wait on fds. Deferred while
+ * another CPU spins: it polls every 4th pass and runs what it finds, so a
+ * CPU blocked in epoll would only be woken by the kernel for events the
+ * spinner takes anyway - a wake-up (on a VM an IPI) per message of a
+ * connection the awake CPU serves, which also pulled its fibers over to the
+ * woken CPU. The deferring CPU parks on its futex until the spin would be
+ * over (*defer_until: spin_us, at least IO_DEFER_MIN_NS) and then looks
+ * again, so readiness waits no longer than a spin when the spinner finds
+ * work and stops polling. */
+bool usched__io_claim_poller(usched_t *s, int cpu, uint64_t *defer_until)
 {
+    *defer_until = UINT64_MAX;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
+    /* nparked counts this CPU already (P2 before P1'). */
+    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0 &&
+        atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
+        uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
+        *defer_until = usched__now_ns() + (spin > IO_DEFER_MIN_NS ? spin : IO_DEFER_MIN_NS);
+        io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_deferred);
+        return false;
+    }
     int32_t none = -1;
     return atomic_compare_exchange_strong(&io->poller, &none, cpu);
 }
