@@ -71,9 +71,12 @@
 #include "io/io_impl.h"
 
 #define EV_WAKE UINT64_MAX /* epoll_data of evfd */
-/* The shortest poller deferral (usched__io_claim_poller), for spin_us 0:
- * a spinner still makes a full round of 4 passes. Not tuned. */
+/* The bounds of a poller deferral (usched__io_claim_poller): the shortest,
+ * for spin_us 0 (a spinner still makes a full round of 4 passes), and the
+ * longest, for a large spin_us (readiness waits at most that long when the
+ * spinner finds work). Not tuned. */
 #define IO_DEFER_MIN_NS 20000ull
+#define IO_DEFER_MAX_NS 1000000ull
 
 static _Atomic uint64_t next_io_id = 1;
 static _Atomic int pwait2_missing; /* epoll_pwait2 returned ENOSYS once */
@@ -258,19 +261,20 @@ void usched__io_poll_idle(struct usched__wk *w)
  * spinner takes anyway - a wake-up (on a VM an IPI) per message of a
  * connection the awake CPU serves, which also pulled its fibers over to the
  * woken CPU. The deferring CPU parks on its futex until the spin would be
- * over (*defer_until: spin_us, at least IO_DEFER_MIN_NS) and then looks
- * again, so readiness waits no longer than a spin when the spinner finds
- * work and stops polling. */
+ * over (*defer_until: spin_us, within IO_DEFER_MIN_NS..IO_DEFER_MAX_NS) and
+ * then looks again, so readiness waits no longer than that when the spinner
+ * finds work and stops polling. */
 bool usched__io_claim_poller(usched_t *s, int cpu, uint64_t *defer_until)
 {
     *defer_until = UINT64_MAX;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
-    /* nparked counts this CPU already (P2 before P1'). */
     if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0 &&
         atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
         uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
-        *defer_until = usched__now_ns() + (spin > IO_DEFER_MIN_NS ? spin : IO_DEFER_MIN_NS);
+        *defer_until = usched__now_ns() + (spin < IO_DEFER_MIN_NS   ? IO_DEFER_MIN_NS
+                                           : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS
+                                                                    : spin);
         io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_deferred);
         return false;
     }
