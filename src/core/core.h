@@ -188,7 +188,6 @@ struct usched__wk {
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
     int deferred;                        /* its last steal left work to a whole idle core (sched.c, S1-S4) */
-    int io_recheck;                      /* woke at its poller deferral's end: park again without spinning (P1') */
     int spawn_woke;                      /* a spawn by the running fiber, since it was switched in,
                                             called wakep for the ring (place.c) */
     uint64_t id_next, id_end;            /* block of fiber ids */

@@ -310,8 +310,8 @@ static void contend_widen(usched_t *s, struct mon_cpu *mc, struct usched__wk *w,
         }
         return;
     }
-    if (mc->widened || mc->pin_tried) return;
-    mc->pin_tried = true; /* once per episode */
+    if (mc->pin_tried) return; /* once per episode (widened implies tried) */
+    mc->pin_tried = true;
     cpu_set_t set;
     if (usched__wk_widen_set(s, w, &set) <= 1 || usched__wk_pin(s, w, &set) < 0) return;
     mon_stat(s, USCHED_STAT_contend_unpins, 1);

@@ -603,6 +603,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
     go_idle(s, w);
     usched__live_flush(s, w); /* L3 (fiber.c) */
     bool spinning = false;
+    bool recheck = false; /* P1': woke at a poller deferral's end */
     for (;;) {
         if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
         /* Spin if fewer than half of the CPUs that are not parked spin
@@ -610,11 +611,10 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
          * parked, so a CPU that handed work to a partner spins for the
          * answer instead of parking at once). */
         uint32_t awake = (uint32_t)s->ncpus - atomic_load(&s->nparked);
-        bool recheck = w->io_recheck; /* P1': back from a poller deferral */
-        w->io_recheck = 0;
         if (!spinning && recheck) {
             /* Straight to the park checks: a spin here would poll and take
              * the spinning CPU's events (and fibers) after every deferral. */
+            recheck = false;
         } else if (!spinning && usched__wk_contended(w)) {
             /* C2 (monitor.c): no spinning on a contended CPU. */
             w->handoff = 0;
@@ -734,9 +734,8 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             }
         }
         /* The deferral's end, not a kick: look at the poller role again */
-        if (deferred && atomic_load_explicit(&w->state, memory_order_relaxed) == WK_PARKED &&
-            usched__now_ns() >= defer_dl)
-            w->io_recheck = 1;
+        recheck = deferred && atomic_load_explicit(&w->state, memory_order_relaxed) == WK_PARKED &&
+                  usched__now_ns() >= defer_dl;
         unpark(s, w);
         USCHED__TRACE(s, w, unpark, 0, 0, 0, 0);
         atomic_store_explicit(&s->waking, 0, memory_order_relaxed);

@@ -80,14 +80,6 @@ static void feed_cpus(int upto, const int *pct)
     usleep(500);
 }
 
-/* CPU 0 waiting pct0 %, the others 0%; the last CPU's file is left as it is
- * (garbage). */
-static void feed(int ncpus, int pct0)
-{
-    int pct[256] = {pct0};
-    feed_cpus(ncpus - 1, pct);
-}
-
 static int cpu_count_of(struct usched__wk *w)
 {
     cpu_set_t set;
@@ -124,8 +116,8 @@ static void spawner(void *arg)
     }
 }
 
-/* On CPU 1 while the test feeds: keeps a worker awake, for the monitor
- * sleeps while every worker is parked (M1-M3). */
+/* On the last CPU while the test feeds: keeps a worker awake, for the
+ * monitor sleeps while every worker is parked (M1-M3). */
 static _Atomic int feeding;
 static void awake(void *arg)
 {
@@ -133,20 +125,8 @@ static void awake(void *arg)
     while (atomic_load(&feeding)) usched_yield();
 }
 
-static void wait_contended(int ncpus, int pct0, bool want)
-{
-    atomic_store(&feeding, 1);
-    ASSERT_OK(usched_spawn_on(sched, NULL, 1, awake, NULL));
-    double end = test_now() + BOUND_S;
-    while (usched__wk_contended(sched->wk[0]) != want && test_now() < end) feed(ncpus, pct0);
-    atomic_store(&feeding, 0);
-    ASSERT_OK(usched_wait(sched));
-    ASSERT_EQ(usched__wk_contended(sched->wk[0]), want);
-}
-
-/* Feeds CPUs 0 .. upto-1 with pct until CPU cpu's verdict is want. The
- * fiber that keeps a worker awake runs on the last CPU (n >= 3) or on CPU
- * 1, which the crowded phase feeds itself. */
+/* Feeds CPUs 0 .. upto-1 with pct until CPU cpu's verdict is want, with a
+ * worker kept awake on the last CPU (awake). */
 static void wait_for(int upto, const int *pct, int cpu, bool want)
 {
     atomic_store(&feeding, 1);
@@ -156,6 +136,14 @@ static void wait_for(int upto, const int *pct, int cpu, bool want)
     atomic_store(&feeding, 0);
     ASSERT_OK(usched_wait(sched));
     ASSERT_EQ(usched__wk_contended(sched->wk[cpu]), want);
+}
+
+/* CPU 0 fed pct0 % (the others 0%, the last one's file garbage) until its
+ * verdict is want. */
+static void wait_contended(int ncpus, int pct0, bool want)
+{
+    int pct[256] = {pct0};
+    wait_for(ncpus - 1, pct, 0, want);
 }
 
 int main(int argc, char **argv)
