@@ -744,8 +744,14 @@ static int build_model(usched__topo_t *t)
 static int whole_llc_record(usched__topo_t *t)
 {
     int n = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
-    int max = hwloc_bitmap_last(hwloc_get_root_obj(t->hw)->cpuset);
-    if (max < 0) max = 0;
+    /* From the PUs' OS indices, not the root's cpuset: an XML topology may
+     * give a PU an index outside every cpuset (fuzz_topo_xml's seed
+     * crash-pu-index-outside-cpuset.xml). */
+    int max = 0;
+    for (int i = 0; i < n; i++) {
+        int os = (int)hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PU, (unsigned)i)->os_index;
+        if (os > max) max = os;
+    }
     t->whole_llc = usched__calloc((size_t)max + 1, sizeof *t->whole_llc);
     if (!t->whole_llc) return -ENOMEM;
     t->whole_max_os = max;
