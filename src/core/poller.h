@@ -8,10 +8,12 @@
  * belongs to):
  *   usched__io_start        usched_start: raise RLIMIT_NOFILE (once a process)
  *   usched__io_fini         usched_destroy, after the workers stopped
- *   usched__io_tick         every pick on a busy CPU (tick and time bound)
+ *   usched__io_tick         every pick on a busy CPU (tick and time bound): a
+ *                           fiber's after finish_prev, the host's that found work
  *   usched__io_poll_idle    an idle CPU before stealing (non-blocking)
  *   usched__io_claim_poller P1: may this parking CPU block in the poller? (or
- *                           leave the role to a spinning CPU: until when)
+ *                           leave the role to a spinning CPU, or renew a
+ *                           deferral that ran out: until when)
  *   usched__io_unclaim      P3 found work after a successful claim
  *   usched__io_park         P4': block in epoll until the earliest timer
  *   usched__io_dispatch     after P4' and unpark: wake the fibers of ready fds
@@ -31,7 +33,7 @@ void usched__io_start(usched_t *s);
 void usched__io_fini(usched_t *s);
 void usched__io_tick_slow(struct usched__wk *w);
 void usched__io_poll_idle(struct usched__wk *w);
-bool usched__io_claim_poller(usched_t *s, int cpu, uint64_t *defer_until);
+bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_until);
 void usched__io_unclaim(usched_t *s);
 void usched__io_park(struct usched__wk *w, uint64_t deadline_ns);
 void usched__io_dispatch(struct usched__wk *w);

@@ -275,13 +275,24 @@ int usched__timer_add(usched__timer_t *t)
 /* Fires due timers now and then while busy (every 16th call). Only from a
  * context that is not leaving: the host, or a fiber right after finish_prev,
  * so that a timer never wakes a fiber still on its way out. */
-static inline void poll_timers(struct usched__wk *w)
+static inline void run_timers_tick(struct usched__wk *w)
 {
     if (usched__timers_pending(&w->timers) && (++w->tpoll & 15) == 0)
         usched__timers_run(&w->timers, usched__now_ns());
-    /* I/O: a busy CPU polls on a tick and a time bound (src/io/poller.c);
-     * acquire pairs with the release that publishes the poller. */
+}
+
+/* I/O: a busy CPU polls on a tick and a time bound (src/io/poller.c);
+ * acquire pairs with the release that publishes the poller. Same contexts
+ * as run_timers_tick, and only on a CPU that has a fiber to run next. */
+static inline void io_tick(struct usched__wk *w)
+{
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__io_tick_slow(w);
+}
+
+static inline void poll_timers(struct usched__wk *w)
+{
+    run_timers_tick(w);
+    io_tick(w);
 }
 
 static struct usched_task *gq_pull(usched_t *s, struct usched__wk *w);
@@ -597,14 +608,22 @@ static void unpark(usched_t *s, struct usched__wk *w)
 static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
 {
     struct usched_task *t;
-    poll_timers(w);
-    if ((t = find_local(s, w))) return t;
-    if ((t = gq_pull(s, w))) return t;
+    run_timers_tick(w);
+    /* The I/O tick only when this CPU has work. One that is about to go idle
+     * polls in its spin instead, where the fibers it finds run here (policy
+     * step 2i); a busy poll places them elsewhere, as this CPU is busy, and
+     * on the one-connection echo that sent a fiber to the parked CPU (a
+     * futex wake and a migration) every 61 picks (docs/io.md). */
+    if ((t = find_local(s, w)) || (t = gq_pull(s, w))) {
+        io_tick(w);
+        return t;
+    }
     go_idle(s, w);
     usched__live_flush(s, w); /* L3 (fiber.c) */
     bool spinning = false;
     bool recheck = false; /* P1': woke at a poller deferral's end */
     for (;;) {
+        bool renew = false; /* this pass follows a poller deferral that ran out */
         if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
         /* Spin if fewer than half of the CPUs that are not parked spin
          * already (Go's rule; this CPU and those just kicked count as not
@@ -615,6 +634,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             /* Straight to the park checks: a spin here would poll and take
              * the spinning CPU's events (and fibers) after every deferral. */
             recheck = false;
+            renew = true;
         } else if (!spinning && usched__wk_contended(w)) {
             /* C2 (monitor.c): no spinning on a contended CPU. */
             w->handoff = 0;
@@ -671,7 +691,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
          * while another CPU spins (and polls), the role waits (defer_dl) */
         uint64_t defer_dl = UINT64_MAX;
         bool in_poller = atomic_load_explicit(&s->io, memory_order_acquire) &&
-                         usched__io_claim_poller(s, w->cpu, &defer_dl);
+                         usched__io_claim_poller(s, w->cpu, renew, &defer_dl);
         atomic_store_explicit(&w->state, in_poller ? WK_PARKED_POLL : WK_PARKED, memory_order_seq_cst);
         /* P2: an explicit fence, though C11 orders a seq_cst store before
          * the seq_cst loads of P3 without one: qemu-user's aarch64 emulation

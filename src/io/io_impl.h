@@ -26,6 +26,8 @@
 struct usched__io_cpu {
     uint32_t picks;     /* picks since this CPU last polled while busy */
     int nev;            /* events buffered by usched__io_park */
+    uint64_t defer_ns;    /* length of this CPU's current poller deferral, 0 none */
+    uint64_t defer_start; /* when it began */
     struct epoll_event *ev;
 } __attribute__((aligned(64)));
 

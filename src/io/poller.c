@@ -18,14 +18,16 @@
  *     one CPU, as Go's netpoller does;
  *   - a busy CPU, every io_tick picks or when io_poll_us passed since the
  *     last poll anywhere, so fibers never starve I/O (Go's sysmon polls after
- *     10 ms, Tokio every 61 ticks);
+ *     10 ms, Tokio every 61 ticks); a pick counts when the CPU has a fiber to
+ *     run next (one that is about to go idle polls as an idle CPU);
  *   - a parking CPU that takes the poller role (`poller`, one CPU at a time,
  *     only while fibers wait on fds) blocks in epoll_wait instead of on its
  *     futex, until its earliest timer. While any CPU is parked and fibers
  *     wait for I/O, one parked CPU is in epoll, so the last CPU to park blocks
  *     there when no other does - except while another CPU spins: then the
  *     parking CPU leaves the role to the spinner's polls for the length of a
- *     spin and looks again (usched__io_claim_poller).
+ *     spin and looks again, and renews the deferral, doubled up to 1 ms,
+ *     while the awake CPUs keep polling (usched__io_claim_poller).
  *
  * The park protocol of src/core/sched.c, extended (P1-P4, W1-W3 there):
  *   P1'. the parking CPU claims the role (CAS poller -1 -> cpu) and stores
@@ -262,22 +264,45 @@ void usched__io_poll_idle(struct usched__wk *w)
  * connection the awake CPU serves, which also pulled its fibers over to the
  * woken CPU. The deferring CPU parks on its futex until the spin would be
  * over (*defer_until: spin_us, within IO_DEFER_MIN_NS..IO_DEFER_MAX_NS) and
- * then looks again, so readiness waits no longer than that when the spinner
- * finds work and stops polling. */
-bool usched__io_claim_poller(usched_t *s, int cpu, uint64_t *defer_until)
+ * then looks again (renew: the deferral ran out, no kick ended it).
+ *
+ * Renewed at twice the length, up to IO_DEFER_MAX_NS, while another CPU is
+ * awake and some CPU polled since the deferral began: the awake CPUs serve
+ * the I/O between their fibers, and a parked CPU that took the role now
+ * would cost the next message's sender a wake-up of it (about 8 us here).
+ * Without it the deferring CPU took the role at every deferral's end, as
+ * the awake CPU was running a fiber, not spinning, that instant. When the
+ * awake CPUs get more than they run, their wake-ups kick this CPU, which
+ * ends the series; when they stop polling (a fiber that computes), the next
+ * look finds no poll since and takes the role: readiness then waits at most
+ * one deferral, IO_DEFER_MAX_NS. */
+bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_until)
 {
     *defer_until = UINT64_MAX;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
-    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0 &&
-        atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
-        uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
-        *defer_until = usched__now_ns() + (spin < IO_DEFER_MIN_NS   ? IO_DEFER_MIN_NS
-                                           : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS
-                                                                    : spin);
-        io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_deferred);
-        return false;
+    struct usched__io_cpu *c = &io->cpu[cpu];
+    if (atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
+        uint64_t len = 0, now = usched__now_ns();
+        if (renew && c->defer_ns &&
+            (uint32_t)s->ncpus > atomic_load_explicit(&s->nparked, memory_order_seq_cst) &&
+            atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) > c->defer_start) {
+            len = 2 * c->defer_ns;
+            if (len > IO_DEFER_MAX_NS) len = IO_DEFER_MAX_NS;
+            io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_renewed);
+        } else if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0) {
+            uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
+            len = spin < IO_DEFER_MIN_NS ? IO_DEFER_MIN_NS : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS : spin;
+        }
+        if (len) {
+            c->defer_ns = len;
+            c->defer_start = now;
+            *defer_until = now + len;
+            io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_deferred);
+            return false;
+        }
     }
+    c->defer_ns = 0;
     int32_t none = -1;
     return atomic_compare_exchange_strong(&io->poller, &none, cpu);
 }

@@ -16,7 +16,10 @@
  *             readiness, once its deferral ends. An outside thread writes
  *             the byte 20 ms after the reader waits. The reader must get
  *             it, on another CPU, while the hog still runs (bounded at 20 s:
- *             a lost readiness fails, it never hangs).
+ *             a lost readiness fails, it never hangs). The parked CPU may
+ *             renew a deferral the spinner polled through, but not one
+ *             that no CPU polled through: a renewal on the hog's being
+ *             awake alone fails here.
  */
 #include <sched.h>
 #include <sys/socket.h>
@@ -106,8 +109,9 @@ int main(void)
     ASSERT_OK(usched_spawn(s, NULL, bounce, (void *)1L));
     ASSERT_OK(usched_spawn(s, NULL, bounce, (void *)0L));
     ASSERT_OK(usched_wait(s));
-    printf("pingpong: %ld round trips; io_poller_deferred %llu, io_poll_blocks %llu\n", rounds,
-           (unsigned long long)stat_of("io_poller_deferred"), (unsigned long long)stat_of("io_poll_blocks"));
+    printf("pingpong: %ld round trips; io_poller_deferred %llu (renewed %llu), io_poll_blocks %llu\n", rounds,
+           (unsigned long long)stat_of("io_poller_deferred"), (unsigned long long)stat_of("io_poller_renewed"),
+           (unsigned long long)stat_of("io_poll_blocks"));
 
     /* hog */
     ASSERT_OK(usched_set(s, "knobs", "spin_us=200000"));
