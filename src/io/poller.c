@@ -283,7 +283,7 @@ bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_u
     if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
     struct usched__io_cpu *c = &io->cpu[cpu];
     if (atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
-        uint64_t len = 0, now = usched__now_ns();
+        uint64_t len = 0;
         if (renew && c->defer_ns &&
             (uint32_t)s->ncpus > atomic_load_explicit(&s->nparked, memory_order_seq_cst) &&
             atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) > c->defer_start) {
@@ -295,6 +295,7 @@ bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_u
             len = spin < IO_DEFER_MIN_NS ? IO_DEFER_MIN_NS : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS : spin;
         }
         if (len) {
+            uint64_t now = usched__now_ns();
             c->defer_ns = len;
             c->defer_start = now;
             *defer_until = now + len;
