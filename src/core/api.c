@@ -287,7 +287,8 @@ USCHED_EXPORT int usched_start(usched_t *s)
     s->track_time = (s->ops->flags & USCHED_OPS_TRACK_TIME) != 0;
     s->yield_shared = (s->ops->flags & USCHED_OPS_SHARED_RQ) != 0;
     usched__next_asym_init(s);
-    s->smt_rule = (s->ops->flags & USCHED_OPS_SMT_RULE) && usched__topo_smt_width(s->topo) > 1;
+    s->smt = usched__topo_smt_width(s->topo) > 1;
+    s->smt_rule = (s->ops->flags & USCHED_OPS_SMT_RULE) && s->smt;
     s->pol_steals = s->ncpus > 1 && !(s->ops->flags & (USCHED_OPS_NO_STEAL | USCHED_OPS_SHARED_RQ));
     if ((rc = usched__idlemask_init(&s->idle_cpus, s->ncpus)) < 0 ||
         (rc = usched__idlemask_init(&s->idle_cores, s->ncpus)) < 0)

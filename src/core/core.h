@@ -252,6 +252,7 @@ struct usched {
     bool next_asym;    /* membarrier registered: owners touch their next slot lock-free (N1-N4) */
     bool pol_steals;   /* idle CPUs may steal (more than one CPU, no NO_STEAL or SHARED_RQ) */
     bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
+    bool smt;          /* the topology has SMT (a core of more than one CPU) */
     bool tracing;      /* trace events are recorded (trace.h): set before the workers start */
     bool pinned;       /* each worker pinned to its CPU at start (api.c) */
     usched__fpmode_t fpmode; /* every new fiber's FP modes: usched_start's caller's */
@@ -406,8 +407,13 @@ void usched__idle_set(struct usched *s, int cpu);
 void usched__idle_clear(struct usched *s, int cpu);
 bool usched__idle_claim(struct usched *s, int cpu);
 /* cpu has a busy SMT sibling while a whole core of its LLC is idle (the
- * smt_busy_sibling judgement). */
-bool usched__idle_beside_busy(struct usched *s, int cpu);
+ * smt_busy_sibling judgement). Inline for the topologies without SMT, where
+ * every sync hand-off asks it. */
+bool usched__idle_beside_busy_smt(struct usched *s, int cpu);
+static inline bool usched__idle_beside_busy(struct usched *s, int cpu)
+{
+    return s->smt && usched__idle_beside_busy_smt(s, cpu);
+}
 /* The policy's smt rule applies to the core's own choices (wakep, steal):
  * USCHED_OPS_SMT_RULE, an SMT machine, knob smt set. */
 bool usched__idle_smt_rule(struct usched *s);

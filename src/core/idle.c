@@ -84,9 +84,9 @@ static int llc_idle_core(struct usched *s, int cpu)
     return usched__idlemask_find(&s->idle_cores, usched__topo_group_mask(s->topo, TOPO_LLC, llc), cpu);
 }
 
-bool usched__idle_beside_busy(struct usched *s, int cpu)
+bool usched__idle_beside_busy_smt(struct usched *s, int cpu)
 {
-    return usched__topo_smt_width(s->topo) > 1 && sibling_busy(s, cpu) && llc_idle_core(s, cpu) >= 0;
+    return sibling_busy(s, cpu) && llc_idle_core(s, cpu) >= 0;
 }
 
 bool usched__idle_smt_rule(struct usched *s)

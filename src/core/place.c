@@ -150,7 +150,7 @@ static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_t
     if (!t->reuse_left || t->memo_waker != w->id || t->memo_sync != sync || w->last_wakee != t->id ||
         t->last_wakee != w->id ||
         t->memo_gen != atomic_load_explicit(&s->knobs.gen, memory_order_relaxed) ||
-        atomic_load_explicit(&self->next, memory_order_relaxed) || usched__ring_len(&self->ring) ||
+        atomic_load_explicit(&self->next, memory_order_relaxed) || !usched__ring_empty_owner(&self->ring) ||
         atomic_load_explicit(&self->inbox_n, memory_order_relaxed) ||
         atomic_load_explicit(&self->nbound, memory_order_relaxed))
         return false;

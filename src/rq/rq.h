@@ -76,6 +76,14 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
 void *usched__ring_steal_one(usched__ring_spmc_t *victim);
 /* Any thread: number of items (a snapshot). */
 uint32_t usched__ring_len(const usched__ring_spmc_t *r);
+/* Owner only, outside its own pushes and pops: the ring is empty. Consumers
+ * only move head towards a tail that the owner alone moves, so one load of
+ * each decides it (usched__ring_len's consistent snapshot is for others). */
+static inline bool usched__ring_empty_owner(const usched__ring_spmc_t *r)
+{
+    return atomic_load_explicit(&r->tail, memory_order_relaxed) ==
+           (uint32_t)atomic_load_explicit(&r->head, memory_order_acquire);
+}
 
 /* ---- inbox_mpsc ----------------------------------------------------------- */
 typedef struct usched__mpsc_node {

@@ -99,55 +99,6 @@ static void unlock_after_park(void *arg)
     usched__wq_unlock(arg);
 }
 
-void usched__waiter_init(struct usched__waiter *w, int blk)
-{
-    w->blk = (uint8_t)blk;
-    w->next = w->prev = NULL;
-    w->q = w->lk = NULL;
-    w->task = usched__current();
-    w->ident = w->task ? (uintptr_t)w->task : usched__sync_ident();
-    atomic_store_explicit(&w->state, WQ_PENDING, memory_order_relaxed);
-    w->result = 0;
-    w->msg = NULL;
-    w->timed = 0;
-    w->passed = 0;
-}
-
-void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w)
-{
-    struct usched__waiter *tail = q->tail;
-    w->q = w->lk = q;
-    w->next = NULL;
-    w->prev = tail;
-    if (tail)
-        tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
-    __atomic_store_n(&q->nwaiters, q->nwaiters + 1, __ATOMIC_RELAXED);
-}
-
-void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w)
-{
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        q->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        q->tail = w->prev;
-    w->next = w->prev = NULL;
-    __atomic_store_n(&q->nwaiters, q->nwaiters - 1, __ATOMIC_RELAXED);
-}
-
-struct usched__waiter *usched__wq_pop(struct usched__waitq *q)
-{
-    struct usched__waiter *w = q->head;
-    if (w) usched__wq_remove(q, w);
-    return w;
-}
-
 struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q)
 {
     struct usched__waiter *h = q->head, *w = h;
@@ -173,32 +124,20 @@ struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q)
     return w;
 }
 
-usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result)
+void usched__wq_claim_timed(struct usched__waiter *w)
 {
-    usched__wtok_t tok = {.task = w->task, .futex = w->task ? NULL : &w->state};
-    w->result = result;
-    if (!w->timed) {
-        /* Nobody else can claim it: a release store (pairs with the
-         * waiter's acquire load, fiber resume or futex loop) is enough. */
-        atomic_store_explicit(&w->state, WQ_WOKEN, memory_order_release);
-        return tok;
-    }
     uint32_t exp = WQ_PENDING;
-    /* The timeout may race: one CAS decides (pairs as above). */
+    /* The timeout may race: one CAS decides (pairs as in usched__wq_claim). */
     if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, WQ_WOKEN, memory_order_acq_rel,
                                                  memory_order_acquire)) {
         fprintf(stderr, "usched: wait queue: a queued waiter was claimed twice (state %u)\n", exp);
         abort();
     }
-    return tok;
 }
 
-void usched__wq_wake(usched__wtok_t tok, unsigned flags)
+void usched__wq_futex_wake(_Atomic uint32_t *word)
 {
-    if (tok.task)
-        usched__wake(tok.task, flags);
-    else if (tok.futex)
-        futex(tok.futex, FUTEX_WAKE, 1, NULL);
+    futex(word, FUTEX_WAKE, 1, NULL);
 }
 
 usched_task_t *usched__wq_claim_all(struct usched__waitq *q, int result, usched_task_t *chain)

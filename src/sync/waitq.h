@@ -86,17 +86,65 @@ static inline void usched__wq_unlock(struct usched__waitq *q)
     __atomic_store_n(&q->lock, 0, __ATOMIC_RELEASE);
 }
 
+/* The operations below that every blocking call and every wake-up runs are
+ * inline: out of line, their calls cost a channel round trip 28 of its
+ * 994 instructions (bench/micro/count_locked.py). */
+
 /* Prepares a waiter for the calling fiber or thread. */
 /* blk: what it waits for (USCHED__TBLK_*, core/trace.h), shown in traces. */
-void usched__waiter_init(struct usched__waiter *w, int blk);
+static inline void usched__waiter_init(struct usched__waiter *w, int blk)
+{
+    w->blk = (uint8_t)blk;
+    w->next = w->prev = NULL;
+    w->q = w->lk = NULL;
+    w->task = usched__current();
+    w->ident = w->task ? (uintptr_t)w->task : usched__sync_ident();
+    atomic_store_explicit(&w->state, WQ_PENDING, memory_order_relaxed);
+    w->result = 0;
+    w->msg = NULL;
+    w->timed = 0;
+    w->passed = 0;
+}
 
 /* Under the lock: link w at the tail (w->lk = q: set w->lk after this when
  * another queue's lock guards q). */
-void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w);
+static inline void usched__wq_push(struct usched__waitq *q, struct usched__waiter *w)
+{
+    struct usched__waiter *tail = q->tail;
+    w->q = w->lk = q;
+    w->next = NULL;
+    w->prev = tail;
+    if (tail)
+        tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    __atomic_store_n(&q->nwaiters, q->nwaiters + 1, __ATOMIC_RELAXED);
+}
+
+/* Under the lock: unlinks w (which must be queued on q). */
+static inline void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    __atomic_store_n(&q->nwaiters, q->nwaiters - 1, __ATOMIC_RELAXED);
+}
 
 /* Under the lock: unlinks and returns the first waiter (NULL if none). The
  * caller then sets its msg if any and claims it (usched__wq_claim). */
-struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
+static inline struct usched__waiter *usched__wq_pop(struct usched__waitq *q)
+{
+    struct usched__waiter *w = q->head;
+    if (w) usched__wq_remove(q, w);
+    return w;
+}
 
 /* Under the lock: as usched__wq_pop, but for a fiber that hands the waiter a
  * message, which any of them may take: of the WQ_NEAR_LOOK oldest waiters,
@@ -108,16 +156,35 @@ struct usched__waiter *usched__wq_pop(struct usched__waitq *q);
 enum { WQ_NEAR_LOOK = 4, WQ_NEAR_PASS = 16 };
 struct usched__waiter *usched__wq_pop_near(struct usched__waitq *q);
 
-/* Under the lock: unlinks w (which must be queued on q). */
-void usched__wq_remove(struct usched__waitq *q, struct usched__waiter *w);
+/* The claim of a timed waiter, which its timeout may race (waitq.c). */
+void usched__wq_claim_timed(struct usched__waiter *w);
 
 /* Under the lock: claims a waiter already unlinked (usched__wq_pop) with
  * `result`: returns its wake token. */
-usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result);
+static inline usched__wtok_t usched__wq_claim(struct usched__waiter *w, int result)
+{
+    usched__wtok_t tok = {.task = w->task, .futex = w->task ? NULL : &w->state};
+    w->result = result;
+    if (__builtin_expect(w->timed, 0))
+        usched__wq_claim_timed(w);
+    else
+        /* Nobody else can claim it: a release store (pairs with the
+         * waiter's acquire load, fiber resume or futex loop) is enough. */
+        atomic_store_explicit(&w->state, WQ_WOKEN, memory_order_release);
+    return tok;
+}
+
+void usched__wq_futex_wake(_Atomic uint32_t *word);
 
 /* After the lock is released: wakes a claimed waiter. flags: USCHED__WAKE_SYNC
  * when the caller is about to block. */
-void usched__wq_wake(usched__wtok_t tok, unsigned flags);
+static inline void usched__wq_wake(usched__wtok_t tok, unsigned flags)
+{
+    if (tok.task)
+        usched__wake(tok.task, flags);
+    else if (tok.futex)
+        usched__wq_futex_wake(tok.futex);
+}
 
 /* Under the lock: pops and claims every waiter with `result`. Outside
  * threads are futex-woken at once (their waiter may vanish once claimed);
