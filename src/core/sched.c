@@ -311,8 +311,8 @@ static inline void prefetch_next(struct usched__wk *w)
 }
 
 /* find_local, prologue and finish_prev are forced inline: each switch runs
- * all three, and their own frames (six saved registers each) were 140 of a
- * rendezvous round trip's 1,130 instructions (bench/micro/count_locked.py). */
+ * all three, and their own frames (six saved registers each) were 139 of a
+ * rendezvous round trip's 1,133 instructions (bench/micro/count_locked.py). */
 #define USCHED__HOT_INLINE inline __attribute__((always_inline))
 
 static USCHED__HOT_INLINE struct usched_task *find_local(usched_t *s, struct usched__wk *w)

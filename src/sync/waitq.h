@@ -174,6 +174,7 @@ static inline usched__wtok_t usched__wq_claim(struct usched__waiter *w, int resu
     return tok;
 }
 
+/* FUTEX_WAKE of one outside thread waiting on its state word (waitq.c). */
 void usched__wq_futex_wake(_Atomic uint32_t *word);
 
 /* After the lock is released: wakes a claimed waiter. flags: USCHED__WAKE_SYNC
