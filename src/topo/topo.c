@@ -753,14 +753,24 @@ static int whole_llc_record(usched__topo_t *t)
         if (os > max) max = os;
     }
     t->whole_llc = usched__calloc((size_t)max + 1, sizeof *t->whole_llc);
-    if (!t->whole_llc) return -ENOMEM;
+    t->whole_sets = usched__calloc((size_t)n + 1, sizeof *t->whole_sets);
+    hwloc_obj_t *of = usched__calloc((size_t)n + 1, sizeof *of); /* the LLC of each set */
+    int rc = t->whole_llc && t->whole_sets && of ? 0 : -ENOMEM;
     t->whole_max_os = max;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && rc == 0; i++) {
         hwloc_obj_t pu = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PU, (unsigned)i);
         hwloc_obj_t llc = level_obj(t, pu, TOPO_LLC, NULL);
-        if (!(t->whole_llc[pu->os_index] = hwloc_bitmap_dup(llc->cpuset))) return -ENOMEM;
+        int k = 0;
+        while (k < t->whole_nsets && of[k] != llc) k++;
+        if (k == t->whole_nsets) { /* the first PU of this LLC */
+            if (!(t->whole_sets[k] = hwloc_bitmap_dup(llc->cpuset))) rc = -ENOMEM;
+            of[k] = llc;
+            t->whole_nsets++;
+        }
+        t->whole_llc[pu->os_index] = t->whole_sets[k];
     }
-    return 0;
+    free(of);
+    return rc;
 }
 
 int usched__topo_llc_whole_os(const usched__topo_t *t, int cpu, int *os, int max)
@@ -865,8 +875,8 @@ void usched__topo_free(usched__topo_t *t)
 {
     if (!t) return;
     free_model(t);
-    if (t->whole_llc)
-        for (int i = 0; i <= t->whole_max_os; i++) hwloc_bitmap_free(t->whole_llc[i]);
+    for (int i = 0; i < t->whole_nsets; i++) hwloc_bitmap_free(t->whole_sets[i]);
+    free(t->whole_sets);
     free(t->whole_llc);
     if (t->hw) hwloc_topology_destroy(t->hw);
     free(t);

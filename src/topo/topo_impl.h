@@ -29,9 +29,12 @@ struct usched__topo {
     int *order;                     /* [cpu * ncpus] CPUs by distance */
     int *band;                      /* [cpu * TOPO_NLEVELS] band ends */
     /* Kept across --cpus and quota restrictions (whole_llc_record): for each
-     * OS index of the topology as loaded, the OS indices of its LLC. */
+     * OS index of the topology as loaded, the OS indices of its LLC (one set
+     * per LLC, which its PUs share). */
     int whole_max_os;
-    hwloc_bitmap_t *whole_llc;      /* [0..whole_max_os], NULL: no such PU */
+    hwloc_const_bitmap_t *whole_llc; /* [0..whole_max_os], NULL: no such PU */
+    int whole_nsets;
+    hwloc_bitmap_t *whole_sets;     /* [whole_nsets]: owned, one per LLC */
 };
 
 /* Writes a mask as a CPU list ("0-5,12,14-15", dense numbers) or "none". */
