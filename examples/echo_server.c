@@ -56,8 +56,10 @@ static void accept_loop(void *arg)
     for (long i = 0; a->limit < 0 || i < a->limit; i++) {
         int c = usched_accept(a->lfd, NULL, NULL, USCHED_FOREVER);
         if (c == -ECONNABORTED || c == -EMFILE || c == -ENFILE) {
-            /* the connection is gone, or no fd for it now: go on accepting */
+            /* The connection is gone, or no fd for it now: go on accepting,
+             * after a pause when out of fds (a close may free one). */
             fprintf(stderr, "echo_server: accept: %s\n", usched_strerror(c));
+            if (c != -ECONNABORTED) usched_sleep_ns(10 * 1000 * 1000);
             i--;
             continue;
         }
