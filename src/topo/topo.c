@@ -754,23 +754,20 @@ static int whole_llc_record(usched__topo_t *t)
     }
     t->whole_llc = usched__calloc((size_t)max + 1, sizeof *t->whole_llc);
     t->whole_sets = usched__calloc((size_t)n + 1, sizeof *t->whole_sets);
-    hwloc_obj_t *of = usched__calloc((size_t)n + 1, sizeof *of); /* the LLC of each set */
-    int rc = t->whole_llc && t->whole_sets && of ? 0 : -ENOMEM;
+    if (!t->whole_llc || !t->whole_sets) return -ENOMEM;
     t->whole_max_os = max;
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0; i < n; i++) {
         hwloc_obj_t pu = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PU, (unsigned)i);
-        hwloc_obj_t llc = level_obj(t, pu, TOPO_LLC, NULL);
-        int k = 0;
-        while (k < t->whole_nsets && of[k] != llc) k++;
-        if (k == t->whole_nsets) { /* the first PU of this LLC */
-            if (!(t->whole_sets[k] = hwloc_bitmap_dup(llc->cpuset))) rc = -ENOMEM;
-            of[k] = llc;
+        hwloc_const_cpuset_t llc = level_obj(t, pu, TOPO_LLC, NULL)->cpuset;
+        int k = 0; /* the set already recorded for this LLC, if any */
+        while (k < t->whole_nsets && !hwloc_bitmap_isequal(t->whole_sets[k], llc)) k++;
+        if (k == t->whole_nsets) {
+            if (!(t->whole_sets[k] = hwloc_bitmap_dup(llc))) return -ENOMEM;
             t->whole_nsets++;
         }
         t->whole_llc[pu->os_index] = t->whole_sets[k];
     }
-    free(of);
-    return rc;
+    return 0;
 }
 
 int usched__topo_llc_whole_os(const usched__topo_t *t, int cpu, int *os, int max)
