@@ -1,15 +1,20 @@
 #!/bin/sh
-# Checks every #include "..." of src/, servers/ and tools/ against the dependency rule
-# between the layers (docs/architecture.md), and names each offending line.
+# Checks every #include of src/, include/, servers/ and tools/ against the
+# dependency rule between the layers (docs/architecture.md), and names each
+# offending line. Both forms count: "..." and <...> (src/ is on the library's
+# include path, so <core/core.h> would compile from anywhere in src/).
+# scripts/check-calls.sh reads the RULES table below and checks the calls
+# between the compiled objects against it.
 #
 #   sh scripts/check-includes.sh [REPOSITORY]     (default: the current folder)
 #
-# A file's area is its folder under src/ (src/arch/<isa>/ is arch), servers
-# (the example servers, on the public API only) or tools.
+# A file's area is its folder under src/ (src/arch/<isa>/ is arch), include
+# (the public headers, which may include only each other), servers (the
+# example servers, on the public API only) or tools.
 # Every area may include its own files and the public headers of include/;
 # beyond that, only what RULES lists for it. An include is resolved as the
-# compiler does: next to the including file, else under src/, include/ or
-# servers/.
+# compiler does: "..." next to the including file, else under src/, include/
+# or servers/; <...> under include/ or src/ (any other is a system header).
 # Exit status: 0 the rule holds; 1 it is broken (one line per include); 2 bad
 # usage.
 set -eu
@@ -24,6 +29,7 @@ cd "$root"
 # area: the areas it may include besides itself and include/. Upward is
 # forbidden: the table is the order of the layers, lowest first.
 RULES='
+include:
 arch:
 base: arch
 topo: base
@@ -69,18 +75,29 @@ normalise() { # a path with ./ and ../ folded
 
 found=$(mktemp)
 trap 'rm -f "$found"' EXIT
-files=$(find src servers tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sort)
+files=$(find src include servers tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' \) | sort)
 for f in $files; do
     from=$(area_of "$f")
     dir=$(dirname "$f")
-    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r line; do
-        no=${line%%:*}
-        inc=$(printf '%s\n' "$line" | sed 's/^[^"]*"\([^"]*\)".*/\1/')
+    # one line an include: NUMBER q|a PATH (q: "...", a: <...>)
+    awk '/^[ \t]*#[ \t]*include[ \t]*["<]/ {
+        l = $0; sub(/^[^"<]*/, "", l); k = substr(l, 1, 1) == "\"" ? "q" : "a"
+        l = substr(l, 2); sub(/[">].*/, "", l); print FNR, k, l }' "$f" |
+    while read -r no kind inc; do
+        if [ "$kind" = q ]; then
+            cands="$dir/$inc src/$inc include/$inc servers/$inc" angle=
+        else
+            # <...> is a system header unless it names a file of include/ or src/
+            [ -f "include/$inc" ] || [ -f "src/$inc" ] || continue
+            cands="include/$inc src/$inc" angle=1
+        fi
         target=
-        for cand in "$dir/$inc" "src/$inc" "include/$inc" "servers/$inc"; do
+        for cand in $cands; do
             if [ -f "$cand" ]; then target=$(normalise "$cand"); break; fi
         done
-        if [ -z "$target" ]; then
+        if [ -z "$target" ] && [ -n "$angle" ]; then
+            continue    # a system header
+        elif [ -z "$target" ]; then
             echo "$f:$no: #include \"$inc\" is not a file of the repository (next to it, under src/ or include/)"
             echo x >&3
             continue
@@ -88,7 +105,7 @@ for f in $files; do
         to=$(area_of "$target")
         if ! allowed "$from" "$to"; then
             may=$(printf '%s\n' "$RULES" | sed -n "s/^$from:[[:space:]]*//p")
-            echo "$f:$no: #include \"$inc\": $from may not include $to ($target); $from may include: ${may:-nothing} and include/"
+            echo "$f:$no: #include $inc: $from may not include $to ($target); $from may include: ${may:-nothing} and include/"
             echo x >&3
         fi
     done
@@ -98,4 +115,4 @@ if [ "$n" -gt 0 ]; then
     echo "check-includes: $n include(s) break the dependency rule (docs/architecture.md)" >&2
     exit 1
 fi
-echo "check-includes: every include of src/, servers/ and tools/ follows the dependency rule"
+echo "check-includes: every include of src/, include/, servers/ and tools/ follows the dependency rule"
