@@ -583,8 +583,8 @@ static void measure_here(struct variant *v, int run, struct run_rec *rec, uint64
  * process cannot be started or sends no record. */
 static void measure_fresh(struct variant *v, int run, struct run_rec *rec, uint64_t *c)
 {
-    int fd[2];
-    if (pipe(fd) < 0) {
+    int fd[2]; /* close-on-exec: only the child's fd 3 (a dup2) stays open across the exec */
+    if (pipe2(fd, O_CLOEXEC) < 0) {
         fprintf(stderr, "usched bench: --fresh: pipe: %s\n", strerror(errno));
         exit(1);
     }
