@@ -157,6 +157,12 @@ load_sentence() {
     awk -v s="${1%% *}" -v e="${2%% *}" -v n="$3" 'BEGIN {
         if (s == "unknown" || e == "unknown") {
             print "The load average could not be read, so whether other work shared the machine is unknown."
+        } else if (s + 0 >= n || e + 0 >= n) {
+            printf "The machine was heavily loaded: its 1-minute load average was %s at the start and %s\n", s, e
+            printf "at the end, on %d CPUs, so about %.0f processes wanted each CPU while the benchmark ran.\n", n, (s > e ? s : e) / n
+            print "Absolute numbers are many times those of a quiet machine (the cross-CPU round trip under"
+            print "each table shows how much the CPUs were shared), the ratios move by tens of percent from"
+            print "one run to the next, and a ratio within 1.5x of 1.00x is not a finding."
         } else if (s + 0 >= 0.5 || e + 0 >= 0.5) {
             printf "The machine was not quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
             printf "end, on %d CPUs, so other processes used the CPUs while the benchmark ran. The\n", n
@@ -328,7 +334,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
     echo
     echo "## Where usched loses"
     echo
-    echo "Every table below, the network points included, by the medians:"
+    echo "In every table of this run below, the network points included, by the medians (the"
+    echo "sections after the generated ones are earlier, separate runs, each with its own findings):"
     echo
     if [ -s "$tmp/losses" ]; then cat "$tmp/losses"; else echo "Nowhere in these runs."; fi
     echo
