@@ -18,7 +18,7 @@
 #   -o  output file (default: BENCHMARKS.md; '-' for stdout)
 #   -r  runs per system (default 5)
 #   -d  --duration: length of pairs/select and of a network run, cap of
-#       pingpong/spawn (default 2)
+#       pingpong/spawn (default 2; whole seconds: wrk takes no fractions)
 #   -w  workloads (default: all, with the variants below); a workload may
 #       carry its own arguments after a colon, comma-separated:
 #       'fib:--n,32,--cutoff,4'
@@ -174,7 +174,7 @@ load_sentence() {
     }'
 }
 
-# point FILE: splits a network workload's --json lines by sweep point into
+# points FILE: splits a network workload's --json lines by sweep point into
 # FILE.1, FILE.2, ... (in order) and prints "N<TAB>the point's words" per point
 points() {
     awk -v base="$1" '
