@@ -1,17 +1,28 @@
 #!/bin/sh
 # Generates BENCHMARKS.md from `usched bench WORKLOAD --policy usched --peers
-# --json` runs of every workload: per workload a table of each system's
-# median over the runs and its ratio to usched, the machine, and the exact
-# commands. Peers must be built first (bench/peers/build.sh DIR, then
-# --peers-dir DIR or USCHED_PEERS_DIR, or DIR = the CLI's folder + /peers).
+# --json` runs of every workload: per workload (and per point of the network
+# workloads' sweeps) a table of each system's median over the runs and its
+# ratio to usched, the machine, the builds compared, every loss, and the
+# exact commands. usched runs in a fresh process per run (--fresh), as the
+# peers do, except in the network workloads, whose usched server runs in the
+# bench process (their clients and the other servers are processes of their
+# own). Peers must be built first (bench/peers/build.sh DIR, then --peers-dir
+# DIR or USCHED_PEERS_DIR, or DIR = the CLI's folder + /peers).
+#
+# Everything from the line "<!-- generated part ends -->" of the old OUTPUT
+# on (hand-written sections) is kept, after the generated part.
 #
 # usage: scripts/benchmarks-md.sh [-b USCHED_BINARY] [-o OUTPUT] [-r RUNS]
-#                                 [-d SECONDS] [-w 'WORKLOAD ...'] [-- BENCH_ARGS...]
+#                                 [-d SECONDS] [-w 'WORKLOAD ...'] [-W] [-- BENCH_ARGS...]
 #   -b  the usched CLI (default: build/usched)
 #   -o  output file (default: BENCHMARKS.md; '-' for stdout)
 #   -r  runs per system (default 5)
-#   -d  --duration: length of pairs/select, cap of pingpong/spawn (default 2)
-#   -w  workloads (default: all ten)
+#   -d  --duration: length of pairs/select and of a network run, cap of
+#       pingpong/spawn (default 2; whole seconds: wrk takes no fractions)
+#   -w  workloads (default: all, with the variants below); a workload may
+#       carry its own arguments after a colon, comma-separated:
+#       'fib:--n,32,--cutoff,4'
+#   -W  run usched inside the bench process (no --fresh)
 #   after --, more `usched bench` arguments (e.g. --peers-dir DIR)
 set -eu
 
@@ -19,18 +30,23 @@ bin=build/usched
 out=BENCHMARKS.md
 runs=5
 dur=2
-workloads="pairs select build fib skynet pingpong yield spawn echo echo100"
+# fib with the spawn-bound cutoff beside the default; spawn, skynet and fib
+# with every child run as a fiber (--no-inline) beside the inline joins
+workloads="pairs select build fib fib:--n,32,--cutoff,4 fib:--n,32,--cutoff,4,--no-inline skynet
+           skynet:--no-inline pingpong yield spawn spawn:--no-inline echo echo100 tbench pgbench redis http"
+fresh=--fresh
 usage() {
     sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
-while getopts b:o:r:d:w:h opt; do
+while getopts b:o:r:d:w:Wh opt; do
     case $opt in
     b) bin=$OPTARG ;;
     o) out=$OPTARG ;;
     r) runs=$OPTARG ;;
     d) dur=$OPTARG ;;
     w) workloads=$OPTARG ;;
+    W) fresh="" ;;
     *) usage ;;
     esac
 done
@@ -66,6 +82,7 @@ medians() {
         if (!(s in seen)) { seen[s] = 1; order[++n] = s }
         unit[s] = field("unit"); hib[s] = field("higher_is_better")
         if (field("skipped") != "") { note[s] = "skipped: " field("skipped"); next }
+        if (field("spawns") != "") { spawns[s] += field("spawns"); inl[s] += field("joins_inline") }
         if (field("failed") != "") { note[s] = "failed: " field("failed"); next }
         v = field("value")
         if (v != "" && v != "null") { vals[s, ++cnt[s]] = v + 0; byrun[s, field("run")] = v + 0 }
@@ -83,17 +100,21 @@ medians() {
                 if (((s, r) in byrun) && (("usched", r) in byrun) && byrun[s, r] > 0 && byrun["usched", r] > 0)
                     pr[++k] = hib[s] == "true" ? byrun["usched", r] / byrun[s, r] : byrun[s, r] / byrun["usched", r]
             paired = k == 0 ? "" : sprintf("%.2fx", median(pr, k))
-            printf "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s, med, unit[s], hib[s], c, note[s], paired
+            joins = spawns[s] > 0 ? sprintf("%.1f%% of %.0f children joined inline", 100 * inl[s] / spawns[s], spawns[s] / (c ? c : 1)) : ""
+            printf "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s, med, unit[s], hib[s], c, note[s], paired, joins
         }
     }' "$1"
 }
 
-# table FILE: the markdown table of one workload; appends losses to $tmp/losses
+# table FILE NAME JOINS: the markdown table of one workload; appends losses
+# to $tmp/losses. JOINS 1: usched's note gives the share of its children
+# joined inline (joins_inline over spawns, per run).
 table() {
-    medians "$1" | awk -F '\t' -v w="$2" -v losses="$tmp/losses" '
+    medians "$1" | awk -F '\t' -v w="$2" -v joins="${3:-0}" -v losses="$tmp/losses" '
     function fmt(x) { return x >= 100 ? sprintf("%.0f", x) : sprintf("%.2f", x) }
     {
         sys[NR] = $1; med[NR] = $2; unit[NR] = $3; hib[NR] = $4; cnt[NR] = $5; note[NR] = $6; pair[NR] = $7
+        if (joins && $8 != "") note[NR] = note[NR] (note[NR] == "" ? "" : "; ") $8
         if ($1 == "usched" && $2 != "") ref = $2 + 0
     }
     END {
@@ -136,6 +157,12 @@ load_sentence() {
     awk -v s="${1%% *}" -v e="${2%% *}" -v n="$3" 'BEGIN {
         if (s == "unknown" || e == "unknown") {
             print "The load average could not be read, so whether other work shared the machine is unknown."
+        } else if (s + 0 >= n || e + 0 >= n) {
+            printf "The machine was heavily loaded: its 1-minute load average was %s at the start and %s\n", s, e
+            printf "at the end, on %d CPUs, so about %.0f processes wanted each CPU while the benchmark ran.\n", n, (s > e ? s : e) / n
+            print "Absolute numbers are many times those of a quiet machine (the cross-CPU round trip under"
+            print "each table shows how much the CPUs were shared), the ratios move by tens of percent from"
+            print "one run to the next, and a ratio within 1.5x of 1.00x is not a finding."
         } else if (s + 0 >= 0.5 || e + 0 >= 0.5) {
             printf "The machine was not quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
             printf "end, on %d CPUs, so other processes used the CPUs while the benchmark ran. The\n", n
@@ -147,27 +174,119 @@ load_sentence() {
     }'
 }
 
+# points FILE: splits a network workload's --json lines by sweep point into
+# FILE.1, FILE.2, ... (in order) and prints "N<TAB>the point's words" per point
+points() {
+    awk -v base="$1" '
+    function field(k,   m) {
+        if (match($0, "\"" k "\":\"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":\"", "", m); sub("\"$", "", m); return m }
+        if (match($0, "\"" k "\":[^,}]*")) { m = substr($0, RSTART, RLENGTH); sub("^\"" k "\":", "", m); return m }
+        return ""
+    }
+    {
+        c = field("clients")
+        p = c " client" (c == 1 ? "" : "s")
+        if (field("pipeline") != "") p = p ", pipeline " field("pipeline")
+        if (field("script") != "") p = p ", " field("script")
+        p = p ", " field("layout")
+        if (!(p in idx)) { idx[p] = ++n; print n "\t" p }
+        print > (base "." idx[p])
+    }' "$1"
+}
+
+# builds PEERS_DIR: the "Builds" section: how usched and each peer were built
+# and linked, read from the CLI's CMakeCache.txt, build.sh's log and ldd
+builds() {
+    cache=$(dirname "$bin")/CMakeCache.txt
+    dyn() { ldd "$1" 2>/dev/null | awk '$1 !~ /^(linux-vdso|\/lib64\/ld-linux)/ { printf "%s%s", sep, $1; sep = ", " }'; }
+    echo "| system | built with | linkage |"
+    echo "|---|---|---|"
+    if [ -f "$cache" ]; then
+        type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$cache")
+        tflags=$(sed -n "s/^CMAKE_C_FLAGS_$(echo "$type" | tr '[:lower:]' '[:upper:]'):[A-Z]*=//p" "$cache")
+        cflags=$(sed -n 's/^CMAKE_C_FLAGS:[A-Z]*=//p' "$cache")
+        cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache")
+        lto=$(sed -n 's/^USCHED_LTO:[A-Z]*=//p' "$cache")
+        ccv=$("$cc" --version 2>/dev/null | head -n 1)
+        echo "| usched | CMake $type: \`$cc $cflags $tflags\` ($ccv), USCHED_LTO=$lto (link-time optimisation of library and CLI with GCC) | libusched linked statically into the CLI; dynamic: $(dyn "$bin") |"
+    else
+        echo "| usched | unknown (no CMakeCache.txt beside $bin) | dynamic: $(dyn "$bin") |"
+    fi
+    for p in "$1"/peer-*; do
+        [ -x "$p" ] || continue
+        name=${p##*/peer-}
+        cmd=$(grep "^== $name: " "$1/build.log" 2>/dev/null | tail -n 1 | sed -e "s/^== $name: //" -e "s|$root/||g" -e "s|$1/||g")
+        case $name in
+        go | goserve) how="Go $(go version 2>/dev/null | awk '{print $3}'), \`go build\` (gc's defaults)" ;;
+        tokio) how="\`cargo build --release\` (opt-level 3, $(rustc --version 2>/dev/null || echo rustc))" ;;
+        *) how=${cmd:+\`$cmd\`} ;;
+        esac
+        d=$(dyn "$p")
+        echo "| $name | ${how:-unknown (built by CMake)} | ${d:-static} |"
+    done
+}
+
+root=$(pwd)
+peers_dir=${USCHED_PEERS_DIR:-$(dirname "$bin")/peers}
+prev=""
+for a in "$@"; do
+    [ "$prev" = --peers-dir ] && peers_dir=$a
+    case $a in --peers-dir=*) peers_dir=${a#--peers-dir=} ;; esac
+    prev=$a
+done
+
 : >"$tmp/losses"
 : >"$tmp/body"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
-for w in $workloads; do
-    cmd="usched bench $w --policy usched --peers --json --runs $runs --duration $dur${*:+ $*}"
+i=0
+for spec in $workloads; do
+    i=$((i + 1))
+    w=${spec%%:*}
+    extra=""
+    case $spec in *:*) extra=$(echo "${spec#*:}" | tr ',' ' ') ;; esac
+    net=0
+    case $w in tbench | pgbench | redis | http) net=1 ;; esac
+    f=$fresh
+    [ $net = 1 ] && f=""
+    title="$w${extra:+ $extra}"
+    cmd="usched bench $title --policy usched --peers --json --runs $runs --duration $dur${f:+ $f}${*:+ $*}"
     echo "benchmarks-md.sh: $cmd" >&2
     # shellcheck disable=SC2086
-    if ! "$bin" bench "$w" --policy usched --peers --json --runs "$runs" --duration "$dur" "$@" >"$tmp/$w.json"; then
+    if ! "$bin" bench "$w" $extra --policy usched --peers --json --runs "$runs" --duration "$dur" $f "$@" >"$tmp/$i.json"; then
         echo "benchmarks-md.sh: '$cmd' failed" >&2
         exit 1
     fi
+    joins=0
+    case $w in fib | skynet | spawn) joins=1 ;; esac
     {
-        echo "## $w"
+        echo "## $title"
         echo
         echo '```'
         echo "$cmd"
         echo '```'
         echo
-        table "$tmp/$w.json" "$w"
-        echo
-        x=$(xfer "$tmp/$w.json")
+        if [ $net = 1 ]; then
+            echo "usched's server runs in the bench process; the client, the Go peer and the"
+            echo "real server are processes of their own. One table per point of the sweep."
+            echo
+            points "$tmp/$i.json" >"$tmp/$i.points"
+            while IFS="$(printf '\t')" read -r k point; do
+                echo "### $w: $point"
+                echo
+                table "$tmp/$i.json.$k" "$w, $point" 0
+                echo
+            done <"$tmp/$i.points"
+        else
+            if [ -n "$f" ]; then
+                echo "usched ran in a fresh process per run (\`--fresh\`), as every peer does."
+            else
+                echo "usched ran inside the bench process, the peers as fresh processes."
+            fi
+            echo
+            table "$tmp/$i.json" "$title" $joins
+            echo
+        fi
+        x=$(xfer "$tmp/$i.json")
         if [ -n "$x" ]; then echo "$x"; echo; fi
     } >>"$tmp/body"
 done
@@ -190,6 +309,12 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
     echo "minute to the next; \`usched bench\` measures it before every run (the cross-CPU round"
     echo "trip under each table), and runs made one after the other mostly saw the same machine."
     echo "pingpong and spawn runs are capped at the --duration (the result is per operation)."
+    echo "In spawn, skynet and fib, usched's note gives the share of its children that a join ran"
+    echo "inline, on the joiner's stack, because they had not started (\`joins_inline\` over"
+    echo "\`spawns\`; oneTBB and OpenMP run most tasks that way too, Go, Tokio and Boost.Fiber never);"
+    echo "the \`--no-inline\` tables run every child as a fiber (bench/WORKLOADS.md). fib with the"
+    echo "default cutoff (12) spends most of its time in serial leaves, code compiled by gcc on one"
+    echo "side and by Go's gc on the other; the \`--cutoff 4\` tables are the spawn-bound case."
     load_sentence "$load_start" "$load_end" "$(nproc)"
     echo
     echo "## Machine"
@@ -203,11 +328,21 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
     fi
     echo '```'
     echo
+    echo "## Builds"
+    echo
+    builds "$peers_dir"
+    echo
     echo "## Where usched loses"
+    echo
+    echo "In every table of this run below, the network points included, by the medians (the"
+    echo "sections after the generated ones are earlier, separate runs, each with its own findings):"
     echo
     if [ -s "$tmp/losses" ]; then cat "$tmp/losses"; else echo "Nowhere in these runs."; fi
     echo
     cat "$tmp/body"
+    echo "<!-- generated part ends -->"
+    # the hand-written sections of the old file
+    if [ "$out" != - ] && [ -f "$out" ]; then sed -n '/^<!-- generated part ends -->$/,$p' "$out" | sed 1d; fi
 } >"$tmp/out.md"
 
 if [ "$out" = - ]; then cat "$tmp/out.md"; else cp "$tmp/out.md" "$out" && echo "benchmarks-md.sh: wrote $out" >&2; fi

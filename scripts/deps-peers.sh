@@ -32,11 +32,13 @@ if [ -n "$missing" ]; then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 	export DEBIAN_FRONTEND=noninteractive
+	# wait for another apt-get or dpkg (a shared machine) instead of failing
+	lock="-o DPkg::Lock::Timeout=600"
 	# shellcheck disable=SC2086
-	if ! $SUDO apt-get install -y -q --no-install-recommends $missing; then
-		$SUDO apt-get update -q
+	if ! $SUDO apt-get $lock install -y -q --no-install-recommends $missing; then
+		$SUDO apt-get $lock update -q
 		# shellcheck disable=SC2086
-		$SUDO apt-get install -y -q --no-install-recommends $missing
+		$SUDO apt-get $lock install -y -q --no-install-recommends $missing
 	fi
 else
 	echo "deps-peers: all packages present" >&2

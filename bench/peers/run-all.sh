@@ -39,6 +39,9 @@ skipped=0
 found=0
 for peer in "$dir"/peer-*; do
 	[ -x "$peer" ] || continue
+	# the Go server of the network workloads (usched bench tbench ... --peers),
+	# not a workload peer
+	[ "$(basename "$peer")" = peer-goserve ] && continue
 	found=1
 	for w in $WORKLOADS; do
 		# shellcheck disable=SC2046

@@ -13,6 +13,11 @@
  *   args       bad arguments: exit 2, one line on stderr, nothing on stdout
  *   noise      --noise N: the report and --json say N, and no busy process
  *              outlives the run
+ *   children   fib's --cutoff (in --json and on the peers' command line);
+ *              --no-inline: no join runs a child inline (joins_inline 0) while
+ *              every child is spawned and the result checks; one worker
+ *              without it joins every child inline; --fresh and fresh=0/1
+ *              run usched in a new process with its counters sent back
  * Numbers are never asserted, only their presence and shape.
  */
 #include <dirent.h>
@@ -456,6 +461,81 @@ static void test_noise(void)
     ASSERT_EQ(noise_processes(), 0);
 }
 
+/* ---- children: --cutoff, --no-inline, --fresh ------------------------------------------- */
+
+/* The value of counter name in the i-th (from 0) --json line of out; -1 if absent. */
+static long long json_counter(const char *out, int i, const char *name)
+{
+    const char *line = out;
+    for (int k = 0; k < i && line; k++) line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+    if (!line) return -1;
+    const char *end = strchr(line, '\n');
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *p = strstr(line, key);
+    if (!p || (end && p > end)) return -1;
+    return atoll(p + strlen(key));
+}
+
+static void test_children(void)
+{
+    /* one worker: every child is still waiting on the joiner's CPU at its join */
+    struct test_run r = run("fib", "--n", "18", "--cutoff", "4", "--runs", "1", "--policy", "usched", "--cpus",
+                            "0", "--json", "--no-probe", NULL);
+    expect_ok(r, "fib --cutoff 4 on one worker");
+    ASSERT_STR_CONTAINS(r.out, "\"cutoff\":4,");
+    ASSERT_STR_CONTAINS(r.out, "\"process\":\"bench\"");
+    ASSERT_GT(json_counter(r.out, 0, "spawns"), 0);
+    ASSERT_EQ(json_counter(r.out, 0, "joins_inline"), json_counter(r.out, 0, "spawns"));
+    done(r);
+
+    /* --no-inline, on one worker and on all: none run inline, the answers check */
+    const char *const wl[][2] = {{"fib", "18"}, {"skynet", "1000"}, {"spawn", "3000"}};
+    for (size_t i = 0; i < sizeof wl / sizeof wl[0]; i++) {
+        for (int one = 0; one < 2; one++) {
+            r = run(wl[i][0], "--n", wl[i][1], "--no-inline", "--runs", "1", "--policy", "usched", "--json",
+                    "--no-probe", one ? "--cpus" : NULL, "0", NULL);
+            expect_ok(r, wl[i][0]);
+            ASSERT_STR_CONTAINS(r.out, "\"no_inline\":true");
+            ASSERT_GT(json_counter(r.out, 0, "spawns"), 0);
+            ASSERT_EQ(json_counter(r.out, 0, "joins_inline"), 0);
+            /* every child was switched to (it started on its own stack) */
+            ASSERT(json_counter(r.out, 0, "switches") >= json_counter(r.out, 0, "spawns"));
+            done(r);
+        }
+    }
+
+    /* --cutoff reaches the peers' command line */
+    char dir[] = "/tmp/usched-bench-cutoff-XXXXXX";
+    ASSERT(mkdtemp(dir));
+    write_peer(dir, "omp",
+               "case \"$*\" in *'--cutoff 5'*) ;; *) echo \"args $*\" >&2; exit 9;; esac\n"
+               "echo 'RESULT workload=fib system=omp value=1.5 unit=ms higher_is_better=0 check=ok threads='$3");
+    r = run("fib", "--n", "16", "--cutoff", "5", "--runs", "1", "--policy", "usched", "--peers", "--peers-dir", dir,
+            "--json", NULL);
+    expect_ok(r, "fib --cutoff 5 --peers");
+    ASSERT_STR_CONTAINS(r.out, "\"system\":\"omp\"");
+    ASSERT(!strstr(r.out, "\"failed\""));
+    ASSERT_EQ(count(r.out, "\"cutoff\":5,"), count(r.out, "\n"));
+    done(r);
+    char path[128];
+    snprintf(path, sizeof path, "%s/peer-omp", dir);
+    unlink(path);
+    rmdir(dir);
+
+    /* --fresh: the run in a new process, its counters sent back */
+    r = run("fib", "--n", "16", "--runs", "2", "--policy", "usched", "--fresh", "--json", "--no-probe", NULL);
+    expect_ok(r, "fib --fresh");
+    ASSERT_EQ(count(r.out, "\"process\":\"fresh\""), 2);
+    ASSERT_GT(json_counter(r.out, 1, "spawns"), 0);
+    done(r);
+    r = run("skynet", "--n", "1000", "--runs", "1", "--compare", "fresh=0;fresh=1", NULL);
+    expect_ok(r, "skynet fresh=0;fresh=1");
+    ASSERT_STR_CONTAINS(r.out, "skynet fresh=0 run 1: tps = ");
+    ASSERT_STR_CONTAINS(r.out, "skynet fresh=1 run 1: tps = ");
+    done(r);
+}
+
 /* ---- bad arguments ---------------------------------------------------------------------- */
 
 static void bad(const char *needle, const char *a0, ...)
@@ -503,12 +583,16 @@ static void test_args(void)
     bad("pin '2': must be 0 or 1", "fib", "--compare", "pin=0;pin=2", NULL);
     bad("--noise '1025'", "fib", "--noise", "1025", NULL);
     bad("--noise '-1'", "fib", "--noise", "-1", NULL);
+    bad("--cutoff: only fib", "spawn", "--cutoff", "4", NULL);
+    bad("--cutoff '1'", "fib", "--cutoff", "1", NULL);
+    bad("--no-inline: only fib, skynet and spawn", "select", "--no-inline", NULL);
+    bad("fresh '2': must be 0 or 1", "fib", "--compare", "fresh=0;fresh=2", NULL);
 }
 
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args|peerdir|progress|noise\n", argv[0]);
+        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args|peerdir|progress|noise|children\n", argv[0]);
         return 2;
     }
     cli = argv[1];
@@ -526,6 +610,8 @@ int main(int argc, char **argv)
         test_progress();
     else if (!strcmp(argv[2], "noise"))
         test_noise();
+    else if (!strcmp(argv[2], "children"))
+        test_children();
     else
         TEST_FAIL_("unknown part '%s'", argv[2]);
     printf("bench cli %s: ok\n", argv[2]);

@@ -861,7 +861,7 @@ static bool takes_value(const char *a)
 {
     static const char *const longs[] = {"policy", "knobs", "topology", "cpus", "n",  "duration",
                                         "runs",   "compare", "peers-dir", "clients", "layout",
-                                        "pipeline", "script", "scale", "noise", "trace"};
+                                        "pipeline", "script", "scale", "noise", "trace", "cutoff"};
     if (a[0] != '-' || a[1] == '\0') return false; /* "-" alone is a positional argument */
     if (a[1] != '-') return a[2] == '\0' && strchr("pktcndr", a[1]);
     if (strchr(a, '=')) return false;

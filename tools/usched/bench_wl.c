@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -120,12 +121,34 @@ static void join_checked(usched_task_t *t)
     if (t && (r = usched_join(t)) < 0) bench_fail("join: %s", usched_strerror(r));
 }
 
+/* --no-inline (bench_params.no_inline): set by each run of fib, skynet and
+ * spawn. A join of a child that has not started runs the child's function
+ * on the joiner's stack (usched_join); waiting, yielding, until the child
+ * has started makes every child a fiber that runs on its own stack, as Go's,
+ * Tokio's and Boost.Fiber's children do. fib and skynet wait right after
+ * each spawn (the child runs first, depth first: a wait at the join would
+ * leave every spawned fiber of the tree yielding in the run queue, each
+ * yield passing all of them); spawn waits for its whole batch. */
+static bool no_inline;
+
+static void mark_started(atomic_bool *started)
+{
+    if (no_inline) atomic_store_explicit(started, true, memory_order_release);
+}
+
+static void await_started(usched_task_t *t, const atomic_bool *started)
+{
+    if (!no_inline || !t) return;
+    while (!atomic_load_explicit(started, memory_order_acquire)) usched_yield();
+}
+
 /* ---- fib: fiber per call down to the cutoff ----------------------------------- */
 
 struct fib {
     int n, cutoff;
     long result;
     double ms;
+    atomic_bool started; /* --no-inline */
 };
 
 static long fib_task(int n, int cutoff);
@@ -133,6 +156,7 @@ static long fib_task(int n, int cutoff);
 static void fib_fiber(void *arg)
 {
     struct fib *f = arg;
+    mark_started(&f->started);
     f->result = fib_task(f->n, f->cutoff);
 }
 
@@ -141,6 +165,7 @@ static long fib_task(int n, int cutoff)
     if (n < cutoff) return peer_fib_serial(n);
     struct fib child = {.n = n - 1, .cutoff = cutoff};
     usched_task_t *t = spawn_or_inline(fib_fiber, &child);
+    await_started(t, &child.started);
     long y = fib_task(n - 2, cutoff);
     join_checked(t);
     return child.result + y;
@@ -157,6 +182,7 @@ static void fib_root(void *arg)
 int bench_fib(usched_t *s, const struct bench_params *p, struct bench_out *out)
 {
     struct fib f = {.n = (int)p->n, .cutoff = p->cutoff};
+    no_inline = p->no_inline;
     bench_root(s, fib_root, &f);
     if (f.result != peer_fib_expected(f.n))
         bench_fail("fib(%d) = %ld, expected %ld", f.n, f.result, peer_fib_expected(f.n));
@@ -168,11 +194,13 @@ int bench_fib(usched_t *s, const struct bench_params *p, struct bench_out *out)
 
 struct sky {
     long long num, size, sum;
+    atomic_bool started; /* --no-inline */
 };
 
 static void sky_fiber(void *arg)
 {
     struct sky *k = arg;
+    mark_started(&k->started);
     if (k->size == 1) {
         k->sum = k->num;
         return;
@@ -183,6 +211,7 @@ static void sky_fiber(void *arg)
     for (int i = 0; i < 10; i++) {
         c[i] = (struct sky){.num = k->num + i * sub, .size = sub};
         t[i] = spawn_or_inline(sky_fiber, &c[i]);
+        await_started(t[i], &c[i].started);
     }
     k->sum = 0;
     for (int i = 0; i < 10; i++) {
@@ -201,13 +230,16 @@ static void sky_root(void *arg)
 {
     struct sky_root *r = arg;
     double t0 = bench_now();
-    join_checked(spawn_or_inline(sky_fiber, &r->top));
+    usched_task_t *t = spawn_or_inline(sky_fiber, &r->top);
+    await_started(t, &r->top.started);
+    join_checked(t);
     r->ms = (bench_now() - t0) * 1e3;
 }
 
 int bench_skynet(usched_t *s, const struct bench_params *p, struct bench_out *out)
 {
     struct sky_root r = {.top = {.num = 0, .size = p->n}};
+    no_inline = p->no_inline;
     bench_root(s, sky_root, &r);
     if (r.top.sum != peer_skynet_expected(p->n))
         bench_fail("skynet(%ld leaves): sum %lld, expected %lld", p->n, r.top.sum,
@@ -239,6 +271,9 @@ static void spawn_root(void *arg)
            !(r->done && r->p->have_duration && bench_now() - t0 >= r->p->duration)) {
         long batch = r->p->n - r->done < PEER_SPAWN_BATCH ? r->p->n - r->done : PEER_SPAWN_BATCH;
         for (long i = 0; i < batch; i++) t[i] = spawn_or_inline(spawn_empty, r);
+        /* --no-inline: the joins wait for the whole batch to have run */
+        while (no_inline && atomic_load_explicit(&r->ran, memory_order_acquire) < r->done + batch)
+            usched_yield();
         for (long i = 0; i < batch; i++) join_checked(t[i]);
         r->done += batch;
     }
@@ -248,6 +283,7 @@ static void spawn_root(void *arg)
 int bench_spawn(usched_t *s, const struct bench_params *p, struct bench_out *out)
 {
     struct spawn_run r = {.p = p};
+    no_inline = p->no_inline;
     bench_root(s, spawn_root, &r);
     if (atomic_load(&r.ran) != r.done)
         bench_fail("spawn: %ld fibers spawned, %ld ran", r.done, atomic_load(&r.ran));

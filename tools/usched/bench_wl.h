@@ -27,6 +27,9 @@ struct bench_params {
     int have_duration; /* --duration was given (pingpong and spawn honour a cap only then) */
     uint64_t seed;     /* select and build generators */
     int cutoff;        /* fib: below this, serial */
+    int no_inline;     /* fib, skynet, spawn: join a child only once it has
+                        * started, so that every child runs as a fiber on its
+                        * own stack (no join runs it on the joiner's) */
 };
 
 /* One run's outcome: value in the workload's unit, or an error message. */

@@ -2,7 +2,7 @@
  * usched bench [WORKLOAD] [--policy P] [--knobs K] [--topology T] [--cpus LIST]
  *              [--clients N] [--n N] [--duration SEC] [--runs N] [--compare SPEC]
  *              [--peers] [--peers-dir DIR] [--json] [--progress] [--emulate]
- *              [--noise N]
+ *              [--noise N] [--cutoff N] [--no-inline] [--fresh]
  *
  * Runs a workload (bench_wl.h) on usched variants (policies, knobs,
  * topologies) and, with --peers, on the peer programs, all interleaved run by
@@ -19,13 +19,16 @@
  * Progress goes to stderr only when stderr is a terminal, or with
  * --progress: one line, rewritten in place, with the run count and the
  * elapsed time. --noise N runs N busy processes beside every run
- * (bench_noise.h), the noisy neighbour of a shared machine.
+ * (bench_noise.h), the noisy neighbour of a shared machine. --fresh runs
+ * each usched run in a new process (this executable, re-executed with the
+ * same arguments and --fresh-child), as every peer run is.
  *
  * Exit status: 0 done; 1 a run failed (a usched call failed or a workload's
  * check found a wrong result; a failing peer is reported, not fatal); 2 bad
  * usage (one line on stderr).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -34,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_net.h"
@@ -63,8 +68,9 @@ static const char bench_usage[] =
     "  -e, --emulate        SMT emulation: each core of --topology on one real CPU,\n"
     "                       its PUs sharing it (docs/emulation.md)\n"
     "      --compare SPEC   variants to compare: 'smt=1;smt=0' (';' separates variants,\n"
-    "                       each a list of policy=, topology=, cpus=, knobs=, pin= or\n"
-    "                       knob settings) or 'policy=usched,linux' (one key, its values)\n"
+    "                       each a list of policy=, topology=, cpus=, knobs=, pin=,\n"
+    "                       fresh= or knob settings) or 'policy=usched,linux' (one\n"
+    "                       key, its values)\n"
     "      --peers          also run the peer programs (Go, oneTBB, ...) installed\n"
     "      --peers-dir DIR  where the peers are (default: $USCHED_PEERS_DIR, else the\n"
     "                       'peers' folder beside this executable)\n"
@@ -73,6 +79,14 @@ static const char bench_usage[] =
     "                       pingpong and spawn\n"
     "  -n, --n N            workload size (fib: n; skynet: leaves, a power of 10;\n"
     "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
+    "      --cutoff N       fib: calls below N run serially (default 12; the peers\n"
+    "                       get the same); a small N makes fib spawn-bound\n"
+    "      --no-inline      fib, skynet, spawn: join each child only after it started,\n"
+    "                       so that every child runs as a fiber on its own stack (by\n"
+    "                       default a join of an unstarted child runs it inline)\n"
+    "      --fresh          run each usched run in a new process (this executable\n"
+    "                       re-executed), as the peers run; also a --compare key\n"
+    "                       (fresh=0, fresh=1)\n"
     "      --clients N      select: client fibers (default 2 x CPUs)\n"
     "      --json           one JSON object per run on stdout instead of the report\n"
     "      --progress       a progress line on stderr even when it is not a terminal\n"
@@ -102,6 +116,7 @@ struct variant {
     bool has_topology, has_cpus;
     bool emulate;          /* the emulate setting (SMT emulation) */
     char pin[16];          /* the pin setting; "" = the default */
+    bool fresh;            /* each run in a new process (--fresh, fresh=1) */
     bool skipped;          /* not run: why says why (unavailable policy, peer missing) */
     char why[300];
     char last_failure[300]; /* the last failed run's reason (peers) */
@@ -133,6 +148,9 @@ static struct {
     const char *trace; /* --trace FILE */
     bool probe;        /* the cross-CPU probe before each run (bench_xfer.h) */
     int xa, xb;        /* ... between these CPUs */
+    int argc;          /* the command line, re-executed by --fresh */
+    char **argv;
+    int child_variant, child_run; /* --fresh-child V,R: run only that (-1: no) */
 } B;
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -271,7 +289,11 @@ static int variant_setting(struct variant *v, const char *key, const char *val, 
         v->has_cpus = true;
     } else if (!strcmp(key, "knobs"))
         append(v->knobs, sizeof v->knobs, ",", val);
-    else if (!strcmp(key, "pin")) {
+    else if (!strcmp(key, "fresh")) {
+        if (strcmp(val, "0") && strcmp(val, "1"))
+            return usage_error("--compare '%s': fresh '%s': must be 0 or 1", spec, val);
+        v->fresh = val[0] == '1';
+    } else if (!strcmp(key, "pin")) {
         if (strcmp(val, "0") && strcmp(val, "1"))
             return usage_error("--compare '%s': pin '%s': must be 0 or 1", spec, val);
         snprintf(v->pin, sizeof v->pin, "%s", val);
@@ -424,7 +446,12 @@ static void json_run(const struct variant *v, int run, double value, const uint6
     json_str(stdout, v->peer || !v->has_topology ? NULL : v->topology);
     printf(",\"cpus\":");
     json_str(stdout, v->peer || !v->has_cpus ? NULL : v->cpus);
-    printf(",\"threads\":%d,\"noise\":%d,\"run\":%d,\"value\":", v->ncpus, B.noise, run + 1);
+    printf(",\"threads\":%d,\"noise\":%d,\"run\":%d", v->ncpus, B.noise, run + 1);
+    if (B.wl->run == bench_fib) printf(",\"cutoff\":%d", B.p.cutoff);
+    if (B.p.no_inline) printf(",\"no_inline\":true");
+    /* where the run happened: a process of its own, or inside this one */
+    printf(",\"process\":\"%s\"", v->peer || v->fresh ? "fresh" : "bench");
+    printf(",\"value\":");
     if (skipped || failed || isnan(value))
         fputs("null", stdout);
     else
@@ -494,8 +521,19 @@ static void trace_path(char *buf, size_t len, const struct variant *v, int run)
     snprintf(buf, len, "%.*s-%d-%d%s", (int)(dot - B.trace), B.trace, (int)(v - B.v) + 1, run + 1, dot);
 }
 
-/* Runs the workload once on a fresh scheduler; exits 1 on a failure. */
-static void run_usched(struct variant *v, int run)
+/* One usched run's measurements, as a --fresh child sends them back
+ * (followed by its B.ncounters counters). */
+struct run_rec {
+    int ok; /* 0: err says what went wrong */
+    int ncpus;
+    double value;
+    struct usched_wakelat lat;
+    char err[256];
+};
+
+/* Runs the workload once on a new scheduler in this process: rec and
+ * c[0..B.ncounters) filled. Exits 1 when the scheduler cannot be set up. */
+static void measure_here(struct variant *v, int run, struct run_rec *rec, uint64_t *c)
 {
     usched_t *s;
     char err[400];
@@ -522,32 +560,130 @@ static void run_usched(struct variant *v, int run)
         exit(1);
     }
     struct bench_params p = B.p;
-    v->ncpus = usched_ncpus(s);
-    if (!p.clients) p.clients = 2 * v->ncpus;
+    rec->ncpus = usched_ncpus(s);
+    if (!p.clients) p.clients = 2 * rec->ncpus;
     bench_fail_reset();
     usched_stats_reset(s);
     int r = B.wl->run(s, &p, &out);
-    uint64_t *c = calloc((size_t)B.ncounters, sizeof *c);
-    for (int i = 0; c && i < B.ncounters; i++) {
-        usched_stat(s, usched_stat_name(i), &c[i]);
-        v->counters[i] += c[i];
-    }
-    usched_wakelat(s, -1, &v->lat[run]);
+    for (int i = 0; i < B.ncounters; i++) usched_stat(s, usched_stat_name(i), &c[i]);
+    usched_wakelat(s, -1, &rec->lat);
     int dr = usched_destroy(s);
     if (r == 0 && dr < 0) {
         r = -1;
         snprintf(out.err, sizeof out.err, "destroy: %s", usched_last_error());
     }
-    if (r < 0) {
-        progress_clear();
-        fprintf(stderr, "usched bench: %s %s run %d failed: %s\n", B.wl->name, v->label, run + 1,
-                out.err);
+    rec->ok = r == 0;
+    rec->value = out.value;
+    snprintf(rec->err, sizeof rec->err, "%s", out.err);
+}
+
+/* The same in a new process: this executable re-executed with the same
+ * arguments and --fresh-child V,R, which writes the record and the
+ * counters to its fd 3 (a pipe) and nothing to stdout. Exits 1 when the
+ * process cannot be started or sends no record. */
+static void measure_fresh(struct variant *v, int run, struct run_rec *rec, uint64_t *c)
+{
+    int fd[2]; /* close-on-exec: only the child's fd 3 (a dup2) stays open across the exec */
+    if (pipe2(fd, O_CLOEXEC) < 0) {
+        fprintf(stderr, "usched bench: --fresh: pipe: %s\n", strerror(errno));
         exit(1);
     }
-    v->values[v->nvalues++] = out.value;
-    if (B.json) json_run(v, run, out.value, c, &v->lat[run], NULL, NULL);
+    char which[32];
+    snprintf(which, sizeof which, "%d,%d", (int)(v - B.v), run);
+    char **av = calloc((size_t)B.argc + 4, sizeof *av);
+    if (!av) {
+        fputs("usched bench: out of memory\n", stderr);
+        exit(1);
+    }
+    av[0] = "usched";
+    memcpy(av + 1, B.argv, (size_t)B.argc * sizeof *av);
+    av[B.argc + 1] = "--fresh-child";
+    av[B.argc + 2] = which;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 3);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    extern char **environ;
+    int err = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, av, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    free(av);
+    close(fd[1]);
+    if (err) {
+        close(fd[0]);
+        fprintf(stderr, "usched bench: --fresh: cannot run /proc/self/exe: %s\n", strerror(err));
+        exit(1);
+    }
+    size_t want = sizeof *rec + (size_t)B.ncounters * sizeof *c, got = 0;
+    char *buf = malloc(want);
+    while (buf && got < want) {
+        ssize_t k = read(fd[0], buf + got, want - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (!buf || got < want) {
+        free(buf);
+        progress_clear();
+        fprintf(stderr, "usched bench: %s %s run %d: the fresh process sent no result (%s %d)\n",
+                B.wl->name, v->label, run + 1, WIFSIGNALED(st) ? "signal" : "exit status",
+                WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        exit(1);
+    }
+    memcpy(rec, buf, sizeof *rec);
+    memcpy(c, buf + sizeof *rec, (size_t)B.ncounters * sizeof *c);
+    free(buf);
+}
+
+/* --fresh-child V,R: measures run R of variant V and writes the record to
+ * fd 3. Exit status 0, or 1 if the run failed (the record says why). */
+static int fresh_child(void)
+{
+    int i = B.child_variant;
+    if (i >= B.nv || B.v[i].peer || B.v[i].skipped || B.child_run >= B.runs) {
+        fprintf(stderr, "usched bench: --fresh-child %d,%d: no such usched run\n", i, B.child_run);
+        return 2;
+    }
+    struct run_rec rec = {0};
+    uint64_t *c = calloc((size_t)B.ncounters + 1, sizeof *c);
+    if (!c) return 1;
+    measure_here(&B.v[i], B.child_run, &rec, c);
+    bool ok = write(3, &rec, sizeof rec) == (ssize_t)sizeof rec &&
+              write(3, c, (size_t)B.ncounters * sizeof *c) == (ssize_t)((size_t)B.ncounters * sizeof *c);
     free(c);
-    report_run(v, run, out.value, NULL);
+    return ok && rec.ok ? 0 : 1;
+}
+
+/* Runs the workload once on a new scheduler (in this process, or in a new
+ * one for a fresh variant); exits 1 on a failure. */
+static void run_usched(struct variant *v, int run)
+{
+    struct run_rec rec = {0};
+    uint64_t *c = calloc((size_t)B.ncounters + 1, sizeof *c);
+    if (!c) {
+        fputs("usched bench: out of memory\n", stderr);
+        exit(1);
+    }
+    if (v->fresh)
+        measure_fresh(v, run, &rec, c);
+    else
+        measure_here(v, run, &rec, c);
+    v->ncpus = rec.ncpus;
+    for (int i = 0; i < B.ncounters; i++) v->counters[i] += c[i];
+    v->lat[run] = rec.lat;
+    if (!rec.ok) {
+        progress_clear();
+        fprintf(stderr, "usched bench: %s %s run %d failed: %s\n", B.wl->name, v->label, run + 1,
+                rec.err);
+        exit(1);
+    }
+    v->values[v->nvalues++] = rec.value;
+    if (B.json) json_run(v, run, rec.value, c, &v->lat[run], NULL, NULL);
+    free(c);
+    report_run(v, run, rec.value, NULL);
     if (!B.json) {
         const struct usched_wakelat *l = &v->lat[run];
         printf("  wake-up latency: p50 %llu ns, p99 %llu ns (%llu wake-ups)\n", (unsigned long long)l->p50_ns,
@@ -558,8 +694,8 @@ static void run_usched(struct variant *v, int run)
 /* The peer's arguments: the same work as the usched runs. */
 static void run_peer(struct variant *v, int run)
 {
-    char threads[16], n[32], dur[32], clients[16], seed[32];
-    char *argv[16];
+    char threads[16], n[32], dur[32], clients[16], seed[32], cutoff[16];
+    char *argv[18];
     int k = 0;
     v->ncpus = B.v[0].ncpus;
     argv[k++] = NULL; /* the path, filled in by bench_peer_run */
@@ -585,6 +721,11 @@ static void run_peer(struct variant *v, int run)
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)B.p.seed);
     argv[k++] = "--seed";
     argv[k++] = seed;
+    if (B.wl->run == bench_fib) {
+        snprintf(cutoff, sizeof cutoff, "%d", B.p.cutoff);
+        argv[k++] = "--cutoff";
+        argv[k++] = cutoff;
+    }
     argv[k] = NULL;
     /* usched's own unit and direction: a peer answering in others fails */
     const struct bench_peer_expect want = {
@@ -906,7 +1047,8 @@ static int check_n(long n, bool have_n)
 
 int cmd_bench(int argc, char **argv)
 {
-    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE, O_NO_PROBE };
+    enum { O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE, O_NO_PROBE,
+           O_CUTOFF, O_NO_INLINE, O_FRESH, O_FRESH_CHILD };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},     {"knobs", required_argument, NULL, 'k'},
         {"topology", required_argument, NULL, 't'},   {"cpus", required_argument, NULL, 'c'},
@@ -917,16 +1059,25 @@ int cmd_bench(int argc, char **argv)
         {"progress", no_argument, NULL, O_PROGRESS}, {"emulate", no_argument, NULL, 'e'},
         {"trace", required_argument, NULL, O_TRACE},
         {"noise", required_argument, NULL, O_NOISE}, {"no-probe", no_argument, NULL, O_NO_PROBE},
+        {"cutoff", required_argument, NULL, O_CUTOFF}, {"no-inline", no_argument, NULL, O_NO_INLINE},
+        {"fresh", no_argument, NULL, O_FRESH},       {"fresh-child", required_argument, NULL, O_FRESH_CHILD},
         {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
     };
     int net = bench_net_front(argc, argv); /* the network workloads' sweep */
     if (net >= 0) return net;
     struct variant base = {0};
     const char *compare = NULL;
-    long n = 0, runs = DEFAULT_RUNS, clients = 0, noise = 0;
+    long n = 0, runs = DEFAULT_RUNS, clients = 0, noise = 0, cutoff = 0;
     bool have_n = false;
     free(B.v); /* variants a parse-only call (the fuzz target) left behind */
+    free(B.argv);
     memset(&B, 0, sizeof B);
+    B.child_variant = B.child_run = -1;
+    /* the command line as given (getopt permutes argv), for --fresh */
+    if (!(B.argv = malloc(((size_t)argc + 1) * sizeof *B.argv))) return 1;
+    memcpy(B.argv, argv, (size_t)argc * sizeof *argv);
+    B.argv[argc] = NULL;
+    B.argc = argc;
     B.p.duration = DEFAULT_DURATION;
     B.p.seed = PEER_SEED;
     B.p.cutoff = PEER_FIB_CUTOFF;
@@ -972,6 +1123,17 @@ int cmd_bench(int argc, char **argv)
         case O_PROGRESS: B.progress = true; break;
         case O_TRACE: B.trace = optarg; break;
         case O_NO_PROBE: B.probe = false; break;
+        case O_CUTOFF:
+            if (parse_long("--cutoff", optarg, 2, 60, &cutoff)) return 2;
+            B.p.cutoff = (int)cutoff;
+            break;
+        case O_NO_INLINE: B.p.no_inline = 1; break;
+        case O_FRESH: base.fresh = true; break;
+        case O_FRESH_CHILD:
+            if (sscanf(optarg, "%d,%d", &B.child_variant, &B.child_run) != 2 || B.child_variant < 0 ||
+                B.child_run < 0)
+                return usage_error("--fresh-child '%s': internal option, VARIANT,RUN", optarg);
+            break;
         case O_NOISE:
             if (parse_long("--noise", optarg, 0, BENCH_NOISE_MAX, &noise)) return 2;
             break;
@@ -990,6 +1152,9 @@ int cmd_bench(int argc, char **argv)
     }
     if (clients && strcmp(B.wl->name, "select"))
         return usage_error("--clients: only select has clients, not %s", wname);
+    if (cutoff && B.wl->run != bench_fib) return usage_error("--cutoff: only fib has a cutoff, not %s", wname);
+    if (B.p.no_inline && B.wl->run != bench_fib && B.wl->run != bench_skynet && B.wl->run != bench_spawn)
+        return usage_error("--no-inline: only fib, skynet and spawn join children, not %s", wname);
     B.p.n = have_n ? n : B.wl->info->default_n;
     if (check_n(B.p.n, have_n)) return 2;
     if (B.peers_dir_opt && !B.peers) return usage_error("--peers-dir needs --peers");
@@ -1013,6 +1178,10 @@ int cmd_bench(int argc, char **argv)
         if (B.v[i].emulate && !B.v[i].has_topology && !getenv("USCHED_TOPOLOGY"))
             return usage_error("--emulate needs a virtual topology (--topology T)");
     if (B.peers && variants_peers()) return 1;
+    for (int i = 0; i < B.nv; i++)
+        if (B.v[i].fresh && B.wl->systems)
+            return usage_error("--fresh: %s runs its servers in this process (only the workloads of "
+                               "the peer programs run fresh)", wname);
     if (bench_parse_only) return 0;
     for (int i = 0; i < B.nv; i++) {
         struct variant *v = &B.v[i];
@@ -1033,6 +1202,7 @@ int cmd_bench(int argc, char **argv)
             B.total_runs += B.runs;
         }
     }
+    if (B.child_variant >= 0) return fresh_child();
     /* One CPU allowed: no probe (no pair of CPUs to measure). */
     if (B.probe && bench_xfer_cpus(&B.xa, &B.xb) < 0) B.probe = false;
     B.progress_tty = isatty(STDERR_FILENO);
@@ -1078,5 +1248,7 @@ int cmd_bench(int argc, char **argv)
     free(B.v);
     B.v = NULL; /* the network sweep calls cmd_bench once per point */
     B.nv = 0;
+    free(B.argv);
+    B.argv = NULL;
     return fflush(stdout) == 0 ? 0 : 1;
 }
