@@ -12,13 +12,20 @@
  * (kicked only if it is parked; otherwise the fiber waits in the queue for
  * the next CPU that looks).
  *
+ * The kicked CPU is claimed (out of the idle mask until it runs and parks
+ * again), as the kernel clears it from bsd4_rdyprocmask: the next wake-up
+ * neither kicks it again nor counts its core as whole and free.
+ *
  * Differences from the kernel: no priorities, so "a CPU running a worse
- * priority" never applies; the sibling test looks at every sibling rather
- * than the first one of a shrinking mask (DragonFly's scan misses a free
- * sibling it already visited); no cache-coherent deferral of batch threads;
- * the chosen CPU is kicked but not claimed: any CPU may take the fiber from
- * the shared queue, and a claimed CPU that found nothing would stay out of
- * the idle masks (see docs/policies.md).
+ * priority" never applies and the most interactive sibling is the one whose
+ * fiber has run the shortest time since it woke (the kernel compares the
+ * siblings' user priorities, which estcpu lowers as a thread computes); the
+ * sibling test looks at every sibling rather than the first one of a
+ * shrinking mask (DragonFly's scan misses a free sibling it already
+ * visited); no cache-coherent deferral of batch threads; any CPU may take
+ * the fiber from the shared queue, so the claimed CPU may wake to find it
+ * gone (it then publishes itself idle again before it parks; see
+ * docs/policies.md).
  *
  * Machines it suits: small machines with few CPUs and SMT, where one queue
  * gives perfect load balance. Where it is weak: one global lock on every

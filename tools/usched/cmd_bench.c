@@ -73,7 +73,8 @@ static const char bench_usage[] =
     "                       pingpong and spawn\n"
     "  -n, --n N            workload size (fib: n; skynet: leaves, a power of 10;\n"
     "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
-    "      --clients N      select: client fibers (default 2 x CPUs)\n"
+    "      --clients N      select: client fibers (default 2 x CPUs); pgsim: client and\n"
+    "                       backend pairs (default 2)\n"
     "      --json           one JSON object per run on stdout instead of the report\n"
     "      --progress       a progress line on stderr even when it is not a terminal\n"
     "      --trace FILE     write a trace of each usched run (docs/trace.md; read it\n"
@@ -523,7 +524,7 @@ static void run_usched(struct variant *v, int run)
     }
     struct bench_params p = B.p;
     v->ncpus = usched_ncpus(s);
-    if (!p.clients) p.clients = 2 * v->ncpus;
+    if (!p.clients) p.clients = strcmp(B.wl->name, "pgsim") ? 2 * v->ncpus : 2; /* pgsim: pgbench -c 2 */
     bench_fail_reset();
     usched_stats_reset(s);
     int r = B.wl->run(s, &p, &out);
@@ -988,8 +989,8 @@ int cmd_bench(int argc, char **argv)
         for (int i = 0; i < bench_nworkloads; i++) append(names, sizeof names, ", ", bench_workloads[i].name);
         return usage_error("workload '%s': unknown (%s)", wname, names);
     }
-    if (clients && strcmp(B.wl->name, "select"))
-        return usage_error("--clients: only select has clients, not %s", wname);
+    if (clients && strcmp(B.wl->name, "select") && strcmp(B.wl->name, "pgsim"))
+        return usage_error("--clients: only select and pgsim have clients, not %s", wname);
     B.p.n = have_n ? n : B.wl->info->default_n;
     if (check_n(B.p.n, have_n)) return 2;
     if (B.peers_dir_opt && !B.peers) return usage_error("--peers-dir needs --peers");
