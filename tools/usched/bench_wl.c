@@ -412,8 +412,8 @@ int bench_build(usched_t *s, const struct bench_params *p, struct bench_out *out
  * fastest of 7 timings), not a timed spin: two fibers on emulated siblings
  * share one real CPU and really take twice as long, as on SMT.
  */
-#define PGSIM_CLIENT_NS 44000  /* pgbench: 0.43 CPU s over 9,710 transactions */
-#define PGSIM_BACKEND_NS 111000 /* its two backends: 1.08 CPU s over the same */
+#define PGSIM_CLIENT_NS 37000  /* pgbench: 0.60 CPU s over 16,418 transactions */
+#define PGSIM_BACKEND_NS 93000 /* its two backends: 1.52 CPU s over the same */
 
 static uint64_t pgsim_spin(uint64_t iters, uint64_t x)
 {

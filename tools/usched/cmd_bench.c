@@ -69,7 +69,7 @@ static const char bench_usage[] =
     "      --peers-dir DIR  where the peers are (default: $USCHED_PEERS_DIR, else the\n"
     "                       'peers' folder beside this executable)\n"
     "  -r, --runs N         runs per variant (default 3)\n"
-    "  -d, --duration SEC   length of a timed run (pairs, select; default 3), cap of\n"
+    "  -d, --duration SEC   length of a timed run (pairs, select, pgsim; default 3), cap of\n"
     "                       pingpong and spawn\n"
     "  -n, --n N            workload size (fib: n; skynet: leaves, a power of 10;\n"
     "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
