@@ -1,6 +1,7 @@
 /*
  * usched bench: the workload table and the workloads that need only spawn,
- * join and yield (fib, skynet, spawn, yield, build). Definitions:
+ * join and yield (fib, skynet, spawn, yield, build), and pgsim (the pgbench
+ * -S pair in process, over rendezvous channels). Definitions:
  * bench/WORKLOADS.md; generators: bench/peers/common/peer.h.
  */
 #include <pthread.h>
@@ -13,6 +14,10 @@
 
 #include "bench_net.h"
 #include "bench_wl.h"
+
+/* pgsim has no peer programs (an empty system list for --peers). */
+static const struct peer_workload_info pgsim_info = {"pgsim", "tps", 1, 0};
+static const struct bench_systems pgsim_systems = {NULL, 0, NULL, NULL};
 
 /* name, summary, function, timed (runs for --duration) */
 #define BENCH_WORKLOADS(X)                                                            \
@@ -35,6 +40,8 @@ const struct bench_workload bench_workloads[] = {
     {#name, summary, bench_net_##name, &bench_net_infos[BENCH_NET_##name], 1, &bench_net_systems[BENCH_NET_##name]},
     BENCH_NET_WORKLOADS(X)
 #undef X
+    {"pgsim", "pgbench -S in process: client/backend pairs spending the real pair's CPU per transaction",
+     bench_pgsim, &pgsim_info, 1, &pgsim_systems},
 };
 const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
 
@@ -423,5 +430,173 @@ int bench_build(usched_t *s, const struct bench_params *p, struct bench_out *out
         bench_fail("build: checksum 0x%016llx of %ld jobs (seed %llu) is wrong",
                    (unsigned long long)sum, bd.n, (unsigned long long)p->seed);
     build_free();
+    return bench_failed(out) ? -1 : 0;
+}
+
+/* ---- pgsim: the pgbench -S pair, client and backend fibers ------------------------ */
+
+/*
+ * Each client fiber has its own backend fiber (PostgreSQL runs a backend
+ * process per connection) and a rendezvous channel each way. A transaction:
+ * the client spends PGSIM_CLIENT_NS of CPU (pgbench building the query and
+ * parsing the answer, libpq, the socket calls), sends a key and waits; the
+ * backend spends PGSIM_BACKEND_NS (parse, plan, the index look-up, the
+ * reply) and answers. Both costs are CPU seconds per transaction of the real
+ * pair, measured on the development machine (bench/WORKLOADS.md has the
+ * command and the numbers). The CPU is a fixed number of iterations of a
+ * dependent multiply-xorshift chain, calibrated once per process (the
+ * fastest of 7 timings), not a timed spin: two fibers on emulated siblings
+ * share one real CPU and really take twice as long, as on SMT.
+ */
+#define PGSIM_CLIENT_NS 37000  /* pgbench: 0.60 CPU s over 16,418 transactions */
+#define PGSIM_BACKEND_NS 93000 /* its two backends: 1.52 CPU s over the same */
+
+static uint64_t pgsim_spin(uint64_t iters, uint64_t x)
+{
+    for (uint64_t i = 0; i < iters; i++) {
+        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        x ^= x >> 29;
+    }
+    return x;
+}
+
+/* Work-loop iterations per nanosecond of this CPU (once; read only after). */
+static double pgsim_rate;
+
+static void pgsim_calibrate(void)
+{
+    if (pgsim_rate > 0) return;
+    const uint64_t iters = 1u << 20;
+    double best = 1e9;
+    volatile uint64_t sink = 0;
+    for (int k = 0; k < 7; k++) {
+        double t0 = bench_now();
+        sink += pgsim_spin(iters, (uint64_t)k + 1);
+        double dt = bench_now() - t0;
+        if (dt > 0 && dt < best) best = dt;
+    }
+    (void)sink;
+    pgsim_rate = (double)iters / (best * 1e9);
+    fprintf(stderr, "pgsim: %.0f and %.0f work-loop iterations (client, backend) = %.0f and %.0f us of CPU "
+                    "per transaction on this machine\n",
+            PGSIM_CLIENT_NS * pgsim_rate, PGSIM_BACKEND_NS * pgsim_rate, PGSIM_CLIENT_NS / 1e3,
+            PGSIM_BACKEND_NS / 1e3);
+}
+
+struct pgsim_conn {
+    usched_chan_t *req, *rep;
+    usched_task_t *client, *backend;
+    const atomic_int *stop;
+    uint64_t client_iters, backend_iters;
+    long done;
+    int ok;
+    uint64_t sink; /* the work's result, kept so the compiler keeps the work */
+} __attribute__((aligned(64)));
+
+static void pgsim_backend(void *arg)
+{
+    struct pgsim_conn *c = arg;
+    uint64_t sink = 0;
+    void *m;
+    int r;
+    while ((r = usched_chan_recv(c->req, &m)) == 0 && (intptr_t)m >= 0) {
+        sink += pgsim_spin(c->backend_iters, (uint64_t)(intptr_t)m);
+        if ((r = usched_chan_send(c->rep, (void *)((intptr_t)m + 1))) < 0) break;
+    }
+    if (r < 0) bench_fail("pgsim backend: %s", usched_strerror(r));
+    c->sink += sink;
+}
+
+static void pgsim_client(void *arg)
+{
+    struct pgsim_conn *c = arg;
+    uint64_t sink = 0;
+    long i = 0;
+    int ok = 1, r = 0;
+    while (!atomic_load_explicit(c->stop, memory_order_relaxed)) {
+        sink += pgsim_spin(c->client_iters, (uint64_t)i);
+        void *m;
+        if ((r = usched_chan_send(c->req, (void *)(intptr_t)i)) < 0 || (r = usched_chan_recv(c->rep, &m)) < 0)
+            break;
+        ok &= (intptr_t)m == i + 1;
+        i++;
+    }
+    if (r < 0) bench_fail("pgsim client: %s", usched_strerror(r));
+    c->ok = ok;
+    c->done = i;
+    c->sink += sink;
+    if ((r = usched_chan_send(c->req, (void *)(intptr_t)-1)) < 0) bench_fail("pgsim client: %s", usched_strerror(r));
+}
+
+struct pgsim_run {
+    struct pgsim_conn *cs;
+    int nconn, started;
+    const struct bench_params *p;
+    atomic_int stop;
+    double elapsed;
+    long total;
+    int ok;
+};
+
+static void pgsim_main(void *arg)
+{
+    struct pgsim_run *r = arg;
+    usched_t *s = usched_self();
+    uint64_t ci = (uint64_t)(PGSIM_CLIENT_NS * pgsim_rate), bi = (uint64_t)(PGSIM_BACKEND_NS * pgsim_rate);
+    double t0 = bench_now();
+    for (int i = 0; i < r->nconn; i++) {
+        struct pgsim_conn *c = &r->cs[i];
+        *c = (struct pgsim_conn){.stop = &r->stop, .client_iters = ci, .backend_iters = bi, .ok = 1};
+        if (usched_chan_create(&c->req, 0) < 0 || usched_chan_create(&c->rep, 0) < 0) {
+            bench_fail("pgsim: channel: %s", usched_last_error());
+            break;
+        }
+        if (usched_spawn(s, &c->backend, pgsim_backend, c) < 0) {
+            bench_fail("pgsim: spawn of a backend: %s", usched_last_error());
+            break;
+        }
+        if (usched_spawn(s, &c->client, pgsim_client, c) < 0) {
+            bench_fail("pgsim: spawn of a client: %s", usched_last_error());
+            usched_chan_close(c->req);
+            usched_join(c->backend);
+            break;
+        }
+        r->started++;
+    }
+    int e = usched_sleep_ns((uint64_t)(r->p->duration * 1e9));
+    if (e < 0) bench_fail("sleep: %s", usched_strerror(e));
+    atomic_store_explicit(&r->stop, 1, memory_order_relaxed);
+    r->ok = 1;
+    for (int i = 0; i < r->started; i++) {
+        join_checked(r->cs[i].client);
+        join_checked(r->cs[i].backend);
+    }
+    r->elapsed = bench_now() - t0;
+    for (int i = 0; i < r->nconn; i++) {
+        struct pgsim_conn *c = &r->cs[i];
+        if (i < r->started) {
+            r->total += c->done;
+            r->ok &= c->ok;
+        }
+        if (c->req) usched_chan_destroy(c->req);
+        if (c->rep) usched_chan_destroy(c->rep);
+    }
+}
+
+int bench_pgsim(usched_t *s, const struct bench_params *p, struct bench_out *out)
+{
+    pgsim_calibrate();
+    struct pgsim_run r = {.nconn = p->clients > 0 ? p->clients : 2, .p = p};
+    r.cs = aligned_alloc(64, (size_t)r.nconn * sizeof *r.cs); /* sizeof is a multiple of 64 */
+    if (!r.cs) {
+        snprintf(out->err, sizeof out->err, "pgsim: out of memory");
+        return -1;
+    }
+    memset(r.cs, 0, (size_t)r.nconn * sizeof *r.cs);
+    bench_root(s, pgsim_main, &r);
+    free(r.cs);
+    if (!bench_failed(out) && !r.ok) bench_fail("pgsim: a reply was not the request + 1");
+    if (!bench_failed(out) && r.total <= 0) bench_fail("pgsim: no transaction completed");
+    out->value = r.elapsed > 0 ? (double)r.total / r.elapsed : 0;
     return bench_failed(out) ? -1 : 0;
 }

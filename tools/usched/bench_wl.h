@@ -22,7 +22,7 @@
 
 struct bench_params {
     long n;            /* the workload's size (peer --n); 0: the default */
-    int clients;       /* select: client fibers; 0: 2 x CPUs */
+    int clients;       /* select: client fibers (0: 2 x CPUs); pgsim: connections (0: 2) */
     double duration;   /* seconds: length of pairs/select, cap of pingpong/spawn */
     int have_duration; /* --duration was given (pingpong and spawn honour a cap only then) */
     uint64_t seed;     /* select and build generators */
@@ -77,6 +77,7 @@ const struct bench_workload *bench_workload_find(const char *name);
 bench_fn bench_fib, bench_skynet, bench_spawn, bench_yield, bench_build;
 bench_fn bench_pingpong, bench_pairs, bench_select;
 bench_fn bench_echo, bench_echo100; /* bench_echo.c */
+bench_fn bench_pgsim;                /* bench_wl.c */
 
 /* Records the first failure of a run (any fiber, any thread); later ones are
  * dropped so the message names the first thing that went wrong. */

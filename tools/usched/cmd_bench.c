@@ -75,7 +75,7 @@ static const char bench_usage[] =
     "      --peers-dir DIR  where the peers are (default: $USCHED_PEERS_DIR, else the\n"
     "                       'peers' folder beside this executable)\n"
     "  -r, --runs N         runs per variant (default 3)\n"
-    "  -d, --duration SEC   length of a timed run (pairs, select; default 3), cap of\n"
+    "  -d, --duration SEC   length of a timed run (pairs, select, pgsim; default 3), cap of\n"
     "                       pingpong and spawn\n"
     "  -n, --n N            workload size (fib: n; skynet: leaves, a power of 10;\n"
     "                       build: jobs; pingpong: round trips; spawn, yield: ops)\n"
@@ -87,7 +87,8 @@ static const char bench_usage[] =
     "      --fresh          run each usched run in a new process (this executable\n"
     "                       re-executed), as the peers run; also a --compare key\n"
     "                       (fresh=0, fresh=1)\n"
-    "      --clients N      select: client fibers (default 2 x CPUs)\n"
+    "      --clients N      select: client fibers (default 2 x CPUs); pgsim: client and\n"
+    "                       backend pairs (default 2)\n"
     "      --json           one JSON object per run on stdout instead of the report\n"
     "      --progress       a progress line on stderr even when it is not a terminal\n"
     "      --trace FILE     write a trace of each usched run (docs/trace.md; read it\n"
@@ -561,7 +562,7 @@ static void measure_here(struct variant *v, int run, struct run_rec *rec, uint64
     }
     struct bench_params p = B.p;
     rec->ncpus = usched_ncpus(s);
-    if (!p.clients) p.clients = 2 * rec->ncpus;
+    if (!p.clients) p.clients = strcmp(B.wl->name, "pgsim") ? 2 * rec->ncpus : 2; /* pgsim: pgbench -c 2 */
     bench_fail_reset();
     usched_stats_reset(s);
     int r = B.wl->run(s, &p, &out);
@@ -1150,8 +1151,8 @@ int cmd_bench(int argc, char **argv)
         for (int i = 0; i < bench_nworkloads; i++) append(names, sizeof names, ", ", bench_workloads[i].name);
         return usage_error("workload '%s': unknown (%s)", wname, names);
     }
-    if (clients && strcmp(B.wl->name, "select"))
-        return usage_error("--clients: only select has clients, not %s", wname);
+    if (clients && strcmp(B.wl->name, "select") && strcmp(B.wl->name, "pgsim"))
+        return usage_error("--clients: only select and pgsim have clients, not %s", wname);
     if (cutoff && B.wl->run != bench_fib) return usage_error("--cutoff: only fib has a cutoff, not %s", wname);
     if (B.p.no_inline && B.wl->run != bench_fib && B.wl->run != bench_skynet && B.wl->run != bench_spawn)
         return usage_error("--no-inline: only fib, skynet and spawn join children, not %s", wname);
