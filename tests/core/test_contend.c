@@ -186,12 +186,15 @@ static void *burner(void *arg)
     return NULL;
 }
 
+static int block_fd; /* the read end of a pipe nobody writes until the end */
+static _Atomic int blocked_tid;
+
 static void *blocked(void *arg)
 {
-    int *p = arg;
-    atomic_store(&p[2], (int)gettid());
+    (void)arg;
+    atomic_store(&blocked_tid, (int)gettid());
     char b;
-    ASSERT_EQ(read(p[0], &b, 1), 1);
+    ASSERT_EQ(read(block_fd, &b, 1), 1);
     return NULL;
 }
 
@@ -218,27 +221,27 @@ static void burn_fiber(void *arg)
 static void part_live(void)
 {
     /* the reader's two fields, each way */
-    static _Atomic int p[3];
     int fds[2];
     ASSERT_OK(pipe(fds));
-    p[0] = fds[0], p[1] = fds[1], p[2] = 0;
+    block_fd = fds[0];
     pthread_t tb, tz;
     atomic_store(&burn_stop, 0);
     atomic_store(&burner_tid, 0);
-    ASSERT_EQ(pthread_create(&tz, NULL, blocked, (void *)p), 0);
+    ASSERT_EQ(pthread_create(&tz, NULL, blocked, NULL), 0);
     ASSERT_EQ(pthread_create(&tb, NULL, burner, NULL), 0);
     double end = test_now() + BOUND_S;
-    while ((!atomic_load(&p[2]) || !asleep(atomic_load(&p[2])) || !atomic_load(&burner_tid)) && test_now() < end)
+    while ((!atomic_load(&blocked_tid) || !asleep(atomic_load(&blocked_tid)) || !atomic_load(&burner_tid)) &&
+           test_now() < end)
         usleep(1000);
-    ASSERT(asleep(atomic_load(&p[2])));
+    ASSERT(asleep(atomic_load(&blocked_tid)));
     uint64_t br0, bd0, zr0, zd0, br = 0, bd, zr, zd;
-    schedstat_of(atomic_load(&p[2]), &zr0, &zd0);
+    schedstat_of(atomic_load(&blocked_tid), &zr0, &zd0);
     schedstat_of(atomic_load(&burner_tid), &br0, &bd0);
     for (end = test_now() + BOUND_S; test_now() < end; usleep(1000)) {
         schedstat_of(atomic_load(&burner_tid), &br, &bd);
         if (br > br0) break;
     }
-    schedstat_of(atomic_load(&p[2]), &zr, &zd);
+    schedstat_of(atomic_load(&blocked_tid), &zr, &zd);
     printf("live: the burning thread ran %llu ns more, the blocked one %llu ns more\n",
            (unsigned long long)(br - br0), (unsigned long long)(zr - zr0));
     ASSERT_GT(br, br0);
