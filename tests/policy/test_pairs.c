@@ -163,7 +163,7 @@ struct disp {
     _Atomic long placed;
     _Atomic uint64_t used[NW]; /* bit per CPU (< 64) used in the last round */
     int max_distinct;          /* most CPUs one round's workers ran on (dispatcher only) */
-    int dwoken_by;             /* the worker whose answer last woke the dispatcher, -1 none */
+    _Atomic int dwoken_by;     /* the worker whose answer last woke the dispatcher, -1 none */
     _Atomic int pair_woken[NW]; /* this wake-up of the worker was a pair's (dispatcher only writes 1) */
     _Atomic long pair_wakes, pair_landed; /* wake-ups of a pair, and those that ran on dcpu */
 };
@@ -191,7 +191,7 @@ static void worker_fn(void *arg)
              * worker its last waker */
             usched_task_t *t = pt_mb_take(&d->dmb);
             if (t) {
-                d->dwoken_by = wa->i; /* read by the dispatcher once it runs */
+                atomic_store(&d->dwoken_by, wa->i); /* read by the dispatcher once it runs */
                 usched__wake(t, USCHED_SEL_SYNC);
             }
         }
@@ -214,13 +214,13 @@ static void dispatcher_fn(void *arg)
              * worker): the policy sees a pair. */
             usched_task_t *t = pt_mb_take(&d->wmb[i]);
             if (!t) continue;
-            if (i == d->dwoken_by && r >= 5) {
+            if (i == atomic_load(&d->dwoken_by) && r >= 5) {
                 atomic_fetch_add(&d->pair_wakes, 1);
                 atomic_store(&d->pair_woken[i], 1);
             }
             usched__wake(t, 0);
         }
-        d->dwoken_by = -1;
+        atomic_store(&d->dwoken_by, -1);
         pt_mb_wait(&d->dmb);
         uint64_t mask = 0; /* every worker of this round has replied */
         for (int i = 0; i < NW; i++) mask |= atomic_load(&d->used[i]);
