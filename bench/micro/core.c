@@ -14,6 +14,17 @@
 
 #include "usched.h"
 
+/* Every call is checked: a failed spawn or join would time nothing. */
+#define CHECK(call)                                                                         \
+    do {                                                                                    \
+        int rc_ = (call);                                                                   \
+        if (rc_ < 0) {                                                                      \
+            fprintf(stderr, "bench_core: %s: %s (%s)\n", #call, usched_strerror(rc_),        \
+                    usched_last_error());                                                   \
+            exit(1);                                                                        \
+        }                                                                                   \
+    } while (0)
+
 static usched_t *s;
 static long iters;
 static double result_ns;
@@ -42,8 +53,8 @@ static void spawn_batches(void *arg)
     usched_task_t *t[1000];
     double t0 = now();
     for (long done = 0; done < iters; done += 1000) {
-        for (int i = 0; i < 1000; i++) usched_spawn(s, &t[i], nop, NULL);
-        for (int i = 0; i < 1000; i++) usched_join(t[i]);
+        for (int i = 0; i < 1000; i++) CHECK(usched_spawn(s, &t[i], nop, NULL));
+        for (int i = 0; i < 1000; i++) CHECK(usched_join(t[i]));
     }
     result_ns = (now() - t0) / (double)iters;
 }
@@ -54,8 +65,8 @@ static void spawn_one(void *arg)
     double t0 = now();
     for (long i = 0; i < iters; i++) {
         usched_task_t *t;
-        usched_spawn(s, &t, nop, NULL);
-        usched_join(t);
+        CHECK(usched_spawn(s, &t, nop, NULL));
+        CHECK(usched_join(t));
     }
     result_ns = (now() - t0) / (double)iters;
 }
@@ -66,8 +77,8 @@ static void remote(void *arg)
     double t0 = now();
     for (long i = 0; i < iters; i++) {
         usched_task_t *t;
-        usched_spawn_on(s, &t, 1, nop, NULL);
-        usched_join(t);
+        CHECK(usched_spawn_on(s, &t, 1, nop, NULL));
+        CHECK(usched_join(t));
     }
     result_ns = (now() - t0) / (double)iters;
 }
@@ -75,18 +86,15 @@ static void remote(void *arg)
 static void run(const char *name, long n)
 {
     iters = n;
-    usched_create(&s);
-    if (usched_start(s) < 0) {
-        fprintf(stderr, "bench_core: cannot start: %s\n", usched_last_error());
-        exit(1);
-    }
+    CHECK(usched_create(&s));
+    CHECK(usched_start(s));
     double t0 = now();
     if (strcmp(name, "yield") == 0) {
         usched_task_t *a, *b;
-        usched_spawn_on(s, &a, 0, yielder, NULL);
-        usched_spawn_on(s, &b, 0, yielder, NULL);
-        usched_join(a);
-        usched_join(b);
+        CHECK(usched_spawn_on(s, &a, 0, yielder, NULL));
+        CHECK(usched_spawn_on(s, &b, 0, yielder, NULL));
+        CHECK(usched_join(a));
+        CHECK(usched_join(b));
         result_ns = (now() - t0) / (double)(2 * n);
         printf("yield: %.1f ns per switch (%ld yields x 2 fibers on CPU 0)\n", result_ns, n);
     } else {
@@ -96,23 +104,35 @@ static void run(const char *name, long n)
             printf("remote: skipped (1 CPU)\n");
         } else {
             usched_task_t *t;
-            usched_spawn_on(s, &t, 0, fn, NULL);
-            usched_join(t);
+            CHECK(usched_spawn_on(s, &t, 0, fn, NULL));
+            CHECK(usched_join(t));
             printf("%s: %.1f ns per %s (%ld iterations)\n", name, result_ns,
                    fn == remote ? "cross-CPU round trip" : "spawn+join", n);
         }
     }
-    if (getenv("BENCH_STATS")) usched_stats_print(s, stdout);
-    usched_destroy(s);
+    if (getenv("BENCH_STATS")) CHECK(usched_stats_print(s, stdout));
+    CHECK(usched_destroy(s));
 }
 
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
     long n = argc > 2 ? atol(argv[2]) : 0;
+    if (argc > 3 || (argc > 2 && n <= 0)) {
+        fprintf(stderr, "usage: bench_core [yield|spawn|spawn1|remote|all] [iterations > 0]\n");
+        return 2;
+    }
     static const struct { const char *name; long n; } all[] = {
         {"yield", 10000000}, {"spawn", 2000000}, {"spawn1", 2000000}, {"remote", 20000}};
+    int ran = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(what, "all") == 0 || strcmp(what, all[i].name) == 0) run(all[i].name, n ? n : all[i].n);
+        if (strcmp(what, "all") == 0 || strcmp(what, all[i].name) == 0) {
+            run(all[i].name, n ? n : all[i].n);
+            ran++;
+        }
+    if (!ran) {
+        fprintf(stderr, "bench_core: unknown benchmark '%s' (yield, spawn, spawn1, remote or all)\n", what);
+        return 2;
+    }
     return 0;
 }

@@ -23,11 +23,19 @@
  *             its LLC whose worker is not contended - on two CPUs none, so
  *             it stays on its own; a garbage line then ends CPU 1's episode
  *             (no reading is no contention) and 0% ends CPU 0's.
+ *   live      (the live machine only) the real reader: a thread that burns
+ *             CPU shows its run time (/proc/self/task/TID/schedstat) grow
+ *             while one blocked in read() shows none; then a scheduler
+ *             reading the real files, whose CPU 0 runs a fiber that computes
+ *             beside a thread pinned to the same CPU (each waits about half
+ *             of its runnable time), finds CPU 0 contended, and not CPU 1,
+ *             whose worker sleeps.
  * Every wait is bounded (20 s, which no correct run reaches); nothing
  * asserts a time.
  *
  * Usage: core_contend [topology]   (default: the live machine)
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -146,6 +154,137 @@ static void wait_contended(int ncpus, int pct0, bool want)
     wait_for(ncpus - 1, pct, 0, want);
 }
 
+/* ---- live: the real /proc/self/task/TID/schedstat ------------------------------------- */
+
+static _Atomic int burn_stop, burner_tid;
+static int burn_cpu = -1; /* the OS CPU a burner thread pins itself to, -1 none */
+
+static void schedstat_of(int tid, uint64_t *run, uint64_t *delay)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) TEST_FAIL_("%s: %s (a kernel without CONFIG_SCHED_INFO)", path, strerror(errno));
+    unsigned long long r, d;
+    ASSERT_EQ(fscanf(f, "%llu %llu", &r, &d), 2);
+    fclose(f);
+    *run = r, *delay = d;
+}
+
+static void *burner(void *arg)
+{
+    (void)arg;
+    if (burn_cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(burn_cpu, &set);
+        ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+    }
+    atomic_store(&burner_tid, (int)gettid());
+    while (!atomic_load_explicit(&burn_stop, memory_order_relaxed)) {
+    }
+    return NULL;
+}
+
+static int block_fd; /* the read end of a pipe nobody writes until the end */
+static _Atomic int blocked_tid;
+
+static void *blocked(void *arg)
+{
+    (void)arg;
+    atomic_store(&blocked_tid, (int)gettid());
+    char b;
+    ASSERT_EQ(read(block_fd, &b, 1), 1);
+    return NULL;
+}
+
+/* Whether thread tid is asleep (state S in /proc/self/task/TID/stat). */
+static bool asleep(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    ASSERT(f);
+    bool ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    const char *rp = ok ? strrchr(buf, ')') : NULL; /* the name may hold spaces */
+    return rp && rp[1] == ' ' && rp[2] == 'S';
+}
+
+static void burn_fiber(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&burn_stop, memory_order_relaxed)) {
+    }
+}
+
+static void part_live(void)
+{
+    /* the reader's two fields, each way */
+    int fds[2];
+    ASSERT_OK(pipe(fds));
+    block_fd = fds[0];
+    pthread_t tb, tz;
+    atomic_store(&burn_stop, 0);
+    atomic_store(&burner_tid, 0);
+    ASSERT_EQ(pthread_create(&tz, NULL, blocked, NULL), 0);
+    ASSERT_EQ(pthread_create(&tb, NULL, burner, NULL), 0);
+    double end = test_now() + BOUND_S;
+    while ((!atomic_load(&blocked_tid) || !asleep(atomic_load(&blocked_tid)) || !atomic_load(&burner_tid)) &&
+           test_now() < end)
+        usleep(1000);
+    ASSERT(asleep(atomic_load(&blocked_tid)));
+    uint64_t br0, bd0, zr0, zd0, br = 0, bd, zr, zd;
+    schedstat_of(atomic_load(&blocked_tid), &zr0, &zd0);
+    schedstat_of(atomic_load(&burner_tid), &br0, &bd0);
+    for (end = test_now() + BOUND_S; test_now() < end; usleep(1000)) {
+        schedstat_of(atomic_load(&burner_tid), &br, &bd);
+        if (br > br0) break;
+    }
+    schedstat_of(atomic_load(&blocked_tid), &zr, &zd);
+    printf("live: the burning thread ran %llu ns more, the blocked one %llu ns more\n",
+           (unsigned long long)(br - br0), (unsigned long long)(zr - zr0));
+    ASSERT_GT(br, br0);
+    ASSERT_EQ_U(zr, zr0);
+    ASSERT_EQ_U(zd, zd0);
+    atomic_store(&burn_stop, 1);
+    ASSERT_EQ(pthread_join(tb, NULL), 0);
+    ASSERT_EQ(write(fds[1], "x", 1), 1);
+    ASSERT_EQ(pthread_join(tz, NULL), 0);
+    close(fds[0]), close(fds[1]);
+
+    /* the verdict from the real files */
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "knobs", "contend_pct=30,contend_pin=0"));
+    ASSERT_OK(usched_set(s, "pin", "1")); /* the thread below shares worker 0's one CPU */
+    ASSERT_OK(usched_start(s));
+    ASSERT(s->pinned);
+    cpu_set_t set;
+    ASSERT_EQ(pthread_getaffinity_np(s->wk[0]->thread, sizeof set, &set), 0);
+    ASSERT_EQ(CPU_COUNT(&set), 1);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) burn_cpu = c;
+    atomic_store(&burn_stop, 0);
+    atomic_store(&burner_tid, 0);
+    ASSERT_OK(usched_spawn_on(s, NULL, 0, burn_fiber, NULL));
+    ASSERT_EQ(pthread_create(&tb, NULL, burner, NULL), 0);
+    for (end = test_now() + BOUND_S; !usched__wk_contended(s->wk[0]) && test_now() < end;) usleep(1000);
+    bool c0 = usched__wk_contended(s->wk[0]), c1 = usched__wk_contended(s->wk[1]);
+    atomic_store(&burn_stop, 1);
+    ASSERT_EQ(pthread_join(tb, NULL), 0);
+    ASSERT_OK(usched_wait(s));
+    uint64_t episodes = 0;
+    ASSERT_OK(usched_stat(s, "contend_episodes", &episodes));
+    printf("live: CPU 0 (a fiber and a thread on OS CPU %d) contended: %d; CPU 1 (asleep): %d; "
+           "contend_episodes %llu\n", burn_cpu, c0, c1, (unsigned long long)episodes);
+    ASSERT(c0);
+    ASSERT(!c1);
+    ASSERT_GE(episodes, 1);
+    ASSERT_OK(usched_destroy(s));
+    burn_cpu = -1;
+}
+
 int main(int argc, char **argv)
 {
     snprintf(dir, sizeof dir, "/tmp/usched-contend-XXXXXX");
@@ -253,6 +392,7 @@ int main(int argc, char **argv)
         unlink(path);
     }
     ASSERT_EQ(rmdir(dir), 0);
+    if (argc == 1) part_live();
     printf("ok\n");
     return 0;
 }

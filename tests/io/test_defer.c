@@ -14,7 +14,8 @@
  *             point until a reader fiber got its byte; the stall monitor is
  *             off (stall_us=0), so only the parked CPU can see the
  *             readiness, once its deferral ends. An outside thread writes
- *             the byte 20 ms after the reader waits. The reader must get
+ *             the byte once the hog computes on the spinning CPU (the
+ *             hog says so when it starts). The reader must get
  *             it, on another CPU, while the hog still runs (bounded at 20 s:
  *             a lost readiness fails, it never hangs). The parked CPU may
  *             renew a deferral the spinner polled through, but not one
@@ -34,7 +35,7 @@
 static usched_t *s;
 static long rounds;
 static int pp[2], hp[2];
-static _Atomic int got, reader_cpu = -1, hog_ok, waiting;
+static _Atomic int got, reader_cpu = -1, hog_cpu = -1, hog_ok, waiting;
 
 static void bounce(void *arg)
 {
@@ -62,6 +63,7 @@ static void hog(void *arg)
 {
     (void)arg;
     double end = test_now() + BOUND_S;
+    atomic_store(&hog_cpu, usched_self_cpu()); /* it computes from here on */
     while (!atomic_load(&got) && test_now() < end) {
     }
     atomic_store(&hog_ok, atomic_load(&got));
@@ -117,7 +119,12 @@ int main(void)
     ASSERT_OK(usched_set(s, "knobs", "spin_us=200000"));
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, hp));
     ASSERT_OK(usched_spawn(s, NULL, reader, NULL));
-    for (int i = 0; i < 2000 && !atomic_load(&waiting); i++) usleep(1000);
+    /* Until the reader waits on its fd (the poller counts it). */
+    for (double end = test_now() + BOUND_S; test_now() < end; usleep(100)) {
+        struct usched__io *io = atomic_load(&s->io);
+        if (atomic_load(&waiting) && io && atomic_load(&io->nwaiters) == 1) break;
+    }
+    ASSERT_EQ(atomic_load(&atomic_load(&s->io)->nwaiters), 1);
     /* One CPU spinning, one parked beside it (it deferred the role): wake
      * every CPU with a fiber each; the first to go idle spins, the others
      * park beside it. */
@@ -144,7 +151,11 @@ int main(void)
     }
     ASSERT(spinner >= 0);
     ASSERT_OK(usched_spawn_on(s, NULL, spinner, hog, NULL));
-    usleep(20000);
+    /* The byte goes out once the hog computes on the spinning CPU (it has
+     * no scheduling point until the reader got it). */
+    for (double end = test_now() + BOUND_S; atomic_load(&hog_cpu) < 0 && test_now() < end;) usleep(100);
+    ASSERT_EQ(atomic_load(&hog_cpu), spinner);
+    ASSERT_EQ(atomic_load(&got), 0);
     ASSERT_EQ(write(hp[1], "h", 1), 1);
     ASSERT_OK(usched_wait(s));
     printf("hog: reader got its byte on CPU %d while CPU %d computed: %d\n", atomic_load(&reader_cpu),

@@ -1,10 +1,14 @@
 /*
  * A scheduler holding 10,000 idle connections (fewer at a lower stress
  * scale or fd limit) with no timers uses no CPU while idle: once every
- * reader waits, no worker wakes, switches or polls for a second (the
- * counters do not move), and the process's CPU time is printed.
+ * reader waits and every CPU has parked for good (one in the I/O poller,
+ * the others on their futex, each thread blocked in the kernel with no
+ * deadline, so no poller deferral is still running out), no worker wakes,
+ * switches or polls for a second (the counters do not move, every CPU is
+ * still parked), and the process's CPU time is printed.
  */
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "io/io_impl.h"
@@ -27,6 +31,64 @@ static double cpu_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether the thread tid is blocked in a call with no deadline: futex or
+ * epoll_pwait2 with a NULL timeout, epoll_wait or epoll_pwait with -1 (the
+ * fourth argument of each), as /proc/self/task/TID/syscall shows it: the
+ * call's number and arguments, or "running". Under qemu-user (a cross
+ * build's USCHED_TEST_EMULATOR) the thread makes the host's calls, so the
+ * numbers of x86-64, the host CI uses, are known too. */
+static bool blocked_for_good(int tid)
+{
+    enum { NULLPTR, MINUS1 };
+    static const struct {
+        long nr;
+        int timeout;
+    } calls[] = {
+        {SYS_futex, NULLPTR},
+#ifdef SYS_epoll_pwait2
+        {SYS_epoll_pwait2, NULLPTR},
+#endif
+#ifdef SYS_epoll_wait
+        {SYS_epoll_wait, MINUS1},
+#endif
+        {SYS_epoll_pwait, MINUS1},
+        /* x86-64's futex, epoll_pwait2, epoll_wait, epoll_pwait */
+        {202, NULLPTR}, {441, NULLPTR}, {232, MINUS1}, {281, MINUS1},
+    };
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    FILE *f = fopen(path, "r");
+    ASSERT(f);
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    long nr;
+    unsigned long long a[6];
+    if (!ok || sscanf(line, "%ld %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3]) != 5) return false;
+    bool emulated = getenv("USCHED_TEST_EMULATOR") != NULL;
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+        if (calls[i].nr != nr || (i >= sizeof calls / sizeof *calls - 4 && !emulated)) continue;
+        return calls[i].timeout == NULLPTR ? a[3] == 0 : (uint32_t)a[3] == UINT32_MAX;
+    }
+    return false;
+}
+
+/* Counts the CPUs parked (in *polling, those parked in the poller) and
+ * whether each worker thread is blocked for good. */
+static int parked_cpus(int *polling, bool *all_blocked)
+{
+    int parked = 0;
+    *polling = 0;
+    *all_blocked = true;
+    for (int c = 0; c < s->ncpus; c++) {
+        uint32_t st = atomic_load(&s->wk[c]->state);
+        parked += st == WK_PARKED || st == WK_PARKED_POLL;
+        *polling += st == WK_PARKED_POLL;
+        int tid = atomic_load(&s->wk[c]->tid);
+        if (!tid || !blocked_for_good(tid)) *all_blocked = false;
+    }
+    return parked;
 }
 
 static const char *watched[] = {"switches", "parks", "io_polls", "io_poll_blocks", "io_events",
@@ -52,17 +114,18 @@ int main(void)
         usleep(10000);
     }
     ASSERT_EQ(atomic_load(&atomic_load(&s->io)->nwaiters), n);
-    /* Until every CPU has parked (one of them in the poller). */
-    for (int k = 0; k < 1000; k++) {
-        int parked = 0;
-        for (int c = 0; c < s->ncpus; c++) {
-            uint32_t st = atomic_load(&s->wk[c]->state);
-            parked += st == WK_PARKED || st == WK_PARKED_POLL;
-        }
-        if (parked == s->ncpus) break;
-        usleep(10000);
+    /* Until every CPU has parked for good, one of them in the poller. */
+    int parked = 0, polling = 0;
+    bool blocked = false;
+    for (double end = test_now() + 30; test_now() < end; usleep(10000)) {
+        parked = parked_cpus(&polling, &blocked);
+        if (parked == s->ncpus && polling == 1 && blocked) break;
     }
-    usleep(20000);
+    printf("%d of %d CPUs parked, %d in the poller, every thread blocked with no deadline: %s\n", parked, s->ncpus,
+           polling, blocked ? "yes" : "no");
+    ASSERT_EQ(parked, s->ncpus);
+    ASSERT_EQ(polling, 1);
+    ASSERT(blocked);
     uint64_t before[NW];
     for (int i = 0; i < NW; i++) before[i] = io_stat(s, watched[i]);
     double c0 = cpu_s(), t0 = test_now();
@@ -74,6 +137,8 @@ int main(void)
         printf("  %s +%llu\n", watched[i], (unsigned long long)d);
         ASSERT_EQ_U(d, 0);
     }
+    ASSERT_EQ(parked_cpus(&polling, &blocked), s->ncpus);
+    ASSERT_EQ(polling, 1);
     for (long i = 0; i < n; i++) ASSERT_EQ(usched_write(fds[2 * i + 1], "x", 1, USCHED_FOREVER), 1);
     ASSERT_OK(usched_wait(s));
     ASSERT_EQ(atomic_load(&done), n);

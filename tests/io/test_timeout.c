@@ -81,18 +81,26 @@ static void fiber_fires(void *arg)
     check_fires((const char *)arg);
 }
 
-/* The race: a writer sends one byte at about the reader's timeout. */
+/* The race: a writer sends one byte at about the reader's timeout; every
+ * 7th byte only once the reader's wait for it has timed out, so that a
+ * byte arriving just after a timeout, while the reader waits again, is sure
+ * to happen (RACE_EVERY of them at least). */
+#define RACE_EVERY 7
 struct race {
     int sv[2];
     long n;
-    _Atomic long got, timeouts;
+    _Atomic long got, timeouts, timed_out_on; /* the byte whose wait last timed out */
 };
 
 static void race_writer(void *arg)
 {
     struct race *r = arg;
     for (long i = 0; i < r->n; i++) {
-        usched_sleep_ns(200000 + (uint64_t)(i % 7) * 50000); /* 0.2 .. 0.5 ms */
+        if (i % RACE_EVERY == RACE_EVERY - 1) {
+            while (atomic_load(&r->timed_out_on) != i) usched_sleep_ns(50000);
+        } else {
+            usched_sleep_ns(200000 + (uint64_t)(i % RACE_EVERY) * 50000); /* 0.2 .. 0.5 ms */
+        }
         char c = (char)i;
         ASSERT_EQ(usched_write(r->sv[1], &c, 1, USCHED_FOREVER), 1);
     }
@@ -106,6 +114,7 @@ static void race_reader(void *arg)
         ssize_t k = usched_read(r->sv[0], &c, 1, 300000); /* 0.3 ms */
         if (k == -ETIMEDOUT) {
             atomic_fetch_add(&r->timeouts, 1);
+            atomic_store(&r->timed_out_on, i);
             continue;
         }
         ASSERT_EQ(k, 1);
@@ -133,7 +142,7 @@ int main(void)
     pthread_create(&th, NULL, thread_fires, "outside thread");
     pthread_join(th, NULL);
 
-    struct race r = {.n = test_scale(2000)};
+    struct race r = {.n = test_scale(2000), .timed_out_on = -1};
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, r.sv));
     usched_task_t *a, *b;
     ASSERT_OK(usched_spawn_on(s, &a, 0, race_reader, &r));
@@ -143,6 +152,8 @@ int main(void)
     printf("race: %ld bytes, all received in order; %ld timeouts raced with them\n", atomic_load(&r.got),
            atomic_load(&r.timeouts));
     ASSERT_EQ(atomic_load(&r.got), r.n);
+    /* the race happened: each RACE_EVERY-th byte came after its wait timed out */
+    ASSERT_GE(atomic_load(&r.timeouts), r.n / RACE_EVERY);
     char c;
     ASSERT_EQ(usched_read(r.sv[0], &c, 1, 0), -EAGAIN); /* and nothing extra */
     ASSERT_OK(usched_close(r.sv[0]));

@@ -4,8 +4,9 @@
  * with a spinning bound fiber; the spinners of S = 0 (T's SMT sibling) and
  * R = 4 (another LLC) queue K unbound and K bound fibers each on their own
  * CPU. Then T's spinner stops and T steals: the first fiber T runs comes from
- * its sibling S, the steal counters say "smt" before "machine", and no bound
- * fiber runs anywhere but on its CPU.
+ * its sibling S, the steal counters say "smt" before "machine", no bound
+ * fiber runs anywhere but on its CPU, and the steals counted beyond the LLC
+ * are those that moved fibers to the other package.
  */
 #include "ptest.h"
 
@@ -107,10 +108,19 @@ int main(void)
         }
     uint64_t smt = pt_stat(s, "steal_smt"), far = pt_stat(s, "steal_machine") +
                                                   pt_stat(s, "steal_numa") + pt_stat(s, "steal_package");
-    printf("first fiber run by the thief came from cpu %d; steal_smt=%llu beyond the LLC=%llu\n",
-           first_tag, (unsigned long long)smt, (unsigned long long)far);
+    /* Only unbound fibers move, so a steal beyond the LLC (here: from the
+     * other package, CPUs 0-3 against 4-7) is one that moved at least one
+     * of them there, and every fiber that ran in the other package than the
+     * queue it was spawned on got there by such a steal. */
+    long moved = 0;
+    for (int q = 0; q < 2; q++)
+        for (int i = 0; i < 2 * K; i++) moved += atomic_load(&recs[q][i].cpu) / 4 != recs[q][i].tag / 4;
+    printf("first fiber run by the thief came from cpu %d; steal_smt=%llu beyond the LLC=%llu, moving %ld fibers\n",
+           first_tag, (unsigned long long)smt, (unsigned long long)far, moved);
     ASSERT_EQ(first_tag, S);
     ASSERT_GE(smt, 1);
+    ASSERT_EQ(far > 0, moved > 0);
+    ASSERT_LE(far, (uint64_t)moved);
     ASSERT_OK(usched_destroy(s));
     printf("ok\n");
     return 0;

@@ -147,30 +147,52 @@ static void test_budget(void)
     ASSERT_GT(s.budget, 0);
 }
 
+/* Each thread keeps 16 stacks alive, writing its own mark (thread and
+ * iteration) at both ends of each and reading it back before the free: a
+ * stack handed to two threads at once, or freed under its owner, shows as a
+ * mark another thread wrote. */
+struct churner {
+    long n, id;
+};
+
 static void *churn(void *arg)
 {
-    long n = (long)(intptr_t)arg;
+    const struct churner *c = arg;
     usched__stack_t st[16];
-    for (long i = 0; i < n; i++) {
+    uint64_t mark[16];
+    for (long i = 0; i < c->n; i++) {
         int k = (int)(i % 16);
-        if (i >= 16)
+        if (i >= 16) {
+            volatile uint64_t *lo = st[k].lo, *hi = (volatile uint64_t *)((char *)st[k].lo + st[k].size) - 1;
+            if (*lo != mark[k] || *hi != mark[k])
+                TEST_FAIL_("thread %ld: stack %p holds %#llx..%#llx, not its mark %#llx", c->id, st[k].lo,
+                           (unsigned long long)*lo, (unsigned long long)*hi, (unsigned long long)mark[k]);
             usched__stack_free(&st[k]);
+        }
         ASSERT_OK(usched__stack_alloc(32 * KB, &st[k]));
-        *(volatile long *)st[k].lo = i;
+        mark[k] = (uint64_t)c->id << 48 | (uint64_t)i;
+        *(volatile uint64_t *)st[k].lo = mark[k];
+        *((volatile uint64_t *)((char *)st[k].lo + st[k].size) - 1) = mark[k];
     }
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < 16; k++) {
+        ASSERT_EQ_U(*(volatile uint64_t *)st[k].lo, mark[k]);
         usched__stack_free(&st[k]);
+    }
     return NULL;
 }
 
 static void test_threads(void)
 {
     pthread_t t[4];
+    struct churner c[4];
     long n = test_scale(100000);
-    for (int i = 0; i < 4; i++)
-        ASSERT_EQ(pthread_create(&t[i], NULL, churn, (void *)(intptr_t)n), 0);
+    for (int i = 0; i < 4; i++) {
+        c[i] = (struct churner){n, i + 1};
+        ASSERT_EQ(pthread_create(&t[i], NULL, churn, &c[i]), 0);
+    }
     for (int i = 0; i < 4; i++)
         ASSERT_EQ(pthread_join(t[i], NULL), 0);
+    printf("threads: 4 x %ld alloc/free, every stack held its owner's mark\n", n);
 }
 
 /* A fiber that uses its unguarded stack down to about 6 KiB above lo (what

@@ -4,7 +4,9 @@
  * machine, the dfly and json output against the snapshots in golden/.
  *
  * USCHED_UPDATE_GOLDEN=1 rewrites the snapshots instead of comparing (then
- * check them by hand against the lstopo consoles before committing).
+ * check them by hand against the lstopo consoles before committing); such
+ * a run compared nothing, so it reports itself skipped (exit 77), and under
+ * CI=true it is refused: the test fails without writing.
  * With an argument, only the machines named on the command line run.
  */
 #include "topo_test.h"
@@ -20,14 +22,24 @@ static char *render(const usched__topo_t *t, const char *format)
     return buf;
 }
 
+/* USCHED_UPDATE_GOLDEN=1: write the snapshots instead of comparing. */
+static bool updating(void)
+{
+    const char *upd = getenv("USCHED_UPDATE_GOLDEN");
+    if (!upd || strcmp(upd, "1")) return false;
+    const char *ci = getenv("CI");
+    if (ci && !strcmp(ci, "true"))
+        TEST_FAIL_("USCHED_UPDATE_GOLDEN=1 under CI=true: golden files are never rewritten in CI");
+    return true;
+}
+
 static void golden(const struct topo_machine *m, const usched__topo_t *t, const char *format)
 {
     char name[256], path[4096];
     snprintf(name, sizeof name, "%s.%s", m->name, format);
     snprintf(path, sizeof path, "%s/%s", TOPO_GOLDEN_DIR, name);
     char *got = render(t, format);
-    const char *upd = getenv("USCHED_UPDATE_GOLDEN");
-    if (upd && !strcmp(upd, "1")) {
+    if (updating()) {
         FILE *f = fopen(path, "w");
         if (!f || fputs(got, f) < 0 || fclose(f) != 0) TEST_FAIL_("writing %s", path);
         printf("  wrote %s\n", path);
@@ -71,6 +83,7 @@ static void machine(const struct topo_machine *m)
 
 int main(int argc, char **argv)
 {
+    bool update = updating(); /* refused under CI before anything is written */
     for (int i = 0; i < TOPO_NMACHINES; i++) {
         int want = argc < 2;
         for (int a = 1; a < argc; a++) want |= !strcmp(argv[a], topo_machines[i].name);
@@ -107,5 +120,9 @@ int main(int argc, char **argv)
               TOPO_SMT);
     topo_check_invariants(t);
     usched__topo_free(t);
+    if (update) {
+        printf("skipped: USCHED_UPDATE_GOLDEN=1 rewrote the snapshots and compared nothing; run again without it\n");
+        return 77;
+    }
     return 0;
 }

@@ -150,9 +150,15 @@ int main(void)
     /* The process's CPUs are those of all its threads; under qemu-user (a
      * cross build's USCHED_TEST_EMULATOR) qemu's own threads keep every CPU. */
     if (getenv("USCHED_TEST_EMULATOR")) {
-        printf("restriction to the allowed CPUs: not checked under %s (its own threads "
-               "keep every CPU)\n",
-               getenv("USCHED_TEST_EMULATOR"));
+        /* what still holds: the CPU the process was bound to is in the
+         * topology, which has no more CPUs than the machine */
+        printf("restriction to the allowed CPUs: under %s %d CPUs (its own threads keep every CPU); "
+               "CPU %d among them\n",
+               getenv("USCHED_TEST_EMULATOR"), usched__topo_ncpus(t), last);
+        ASSERT_GE(usched__topo_ncpus(t), 1);
+        ASSERT_LE(usched__topo_ncpus(t), n);
+        ASSERT_GE(usched__topo_cpu_of_os(t, last), 0);
+        ASSERT_EQ(usched__topo_os_index(t, usched__topo_cpu_of_os(t, last)), last);
     } else {
         ASSERT_EQ(usched__topo_ncpus(t), 1);
         ASSERT_EQ(usched__topo_os_index(t, 0), last);
