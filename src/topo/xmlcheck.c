@@ -19,10 +19,10 @@
  *     for attributes: its parser stops reading a tag at any other
  *     character); no namespaces, no entity of the file's own;
  *   - an object with a cpuset or nodeset has all four of cpuset,
- *     complete_cpuset, nodeset and complete_nodeset, each set (and the
- *     allowed ones) one hwloc's bitmap parser reads: otherwise hwloc
+ *     complete_cpuset, nodeset and complete_nodeset: otherwise hwloc
  *     dereferences a NULL bitmap (fixed in later hwloc, open-mpi/hwloc pull
- *     request 783);
+ *     request 783); every set, of any element, is one hwloc's bitmap parser
+ *     reads (it fails an assertion on a cpukind's cpuset ",0x1");
  *   - a PU and a NUMA node have an OS index, at most TOPO_MAX_OS_INDEX.
  * Errors name the file, the line and what is wrong.
  */
@@ -185,26 +185,29 @@ static bool set_parses(const char *s)
     return ok;
 }
 
-/* An <object>: its type, its sets, a PU's or NUMA node's OS index. */
+/* Whether attribute `name` holds a set: hwloc's names of sets end so
+ * (an object's cpuset, complete_cpuset, allowed_nodeset..., a cpukind's
+ * cpuset, a memattr_value's initiator_cpuset). */
+static bool is_set(const char *name)
+{
+    size_t n = strlen(name);
+    return (n >= 6 && !strcmp(name + n - 6, "cpuset")) || (n >= 7 && !strcmp(name + n - 7, "nodeset"));
+}
+
+/* An <object>: its type, its four sets, a PU's or NUMA node's OS index
+ * (every set was parsed already). */
 static int check_object(const xmlNode *n, const char *input, char *err, size_t errlen)
 {
-    static const char *const sets[] = {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset",
-                                       "allowed_cpuset", "allowed_nodeset"};
+    static const char *const sets[] = {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"};
     long line = xmlGetLineNo(n);
     const char *type = NULL, *os = NULL;
     int have = 0;
     for (const xmlAttr *a = n->properties; a; a = a->next) {
-        const char *name = (const char *)a->name, *v = attr_text(a);
-        if (!strcmp(name, "type")) type = v;
-        if (!strcmp(name, "os_index")) os = v;
-        for (int i = 0; i < 6; i++) {
-            if (strcmp(name, sets[i])) continue;
-            if (!set_parses(v)) {
-                fail(err, errlen, input, line, "object's %s '%.40s' is not a set hwloc can read", name, v);
-                return -EINVAL;
-            }
-            have |= 1 << i;
-        }
+        const char *name = (const char *)a->name;
+        if (!strcmp(name, "type")) type = attr_text(a);
+        if (!strcmp(name, "os_index")) os = attr_text(a);
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(name, sets[i])) have |= 1 << i;
     }
     if (!type) {
         fail(err, errlen, input, line, "object without a type");
@@ -269,6 +272,11 @@ static int check_element(const xmlNode *n, int depth, const char *input, char *e
         if (a->children && (a->children->type != XML_TEXT_NODE || a->children->next)) {
             fail(err, errlen, input, line, "attribute '%.40s' of '%.40s' refers to an entity",
                  (const char *)a->name, (const char *)n->name);
+            return -EINVAL;
+        }
+        if (is_set((const char *)a->name) && !set_parses(attr_text(a))) {
+            fail(err, errlen, input, line, "%.40s's %.40s '%.40s' is not a set hwloc can read",
+                 (const char *)n->name, (const char *)a->name, attr_text(a));
             return -EINVAL;
         }
     }

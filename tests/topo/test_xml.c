@@ -116,6 +116,11 @@ static const struct {
      "</topology>", "line 3: object's cpuset ',0x2' is not a set hwloc can read", 0},
     {HEAD "\n<object type=\"Machine\" " SETS " allowed_cpuset=\"0x0z\"/></topology>",
      "line 4: object's allowed_cpuset '0x0z' is not a set hwloc can read", 0},
+    {HEAD "<object type=\"Machine\" " SETS "/>\n<cpukind cpuset=\",0x1\"/></topology>",
+     "line 4: cpukind's cpuset ',0x1' is not a set hwloc can read", 0},
+    {HEAD "<object type=\"Machine\" " SETS "/>\n<memattr name=\"Bandwidth\" flags=\"5\">\n<memattr_value "
+     "target_obj_type=\"NUMANode\" target_obj_gp_index=\"1\" initiator_cpuset=\"0x\" value=\"1\"/></memattr>"
+     "</topology>", "line 5: memattr_value's initiator_cpuset '0x' is not a set hwloc can read", 0},
     /* CPUs the model cannot number */
     {HEAD "<object type=\"Machine\" " SETS ">\n<object type=\"PU\" " SETS "/></object></topology>",
      "line 4: a CPU (PU) without an OS index", 0},
@@ -136,6 +141,7 @@ static const struct {
     const char *file, *why;
 } corpus[] = {
     {"crash-bad-allowed-cpuset.xml", "line 4: not well-formed XML: Input is not proper UTF-8"},
+    {"crash-cpukind-set-leading-comma.xml", "line 6: cpukind's cpuset ',0x1' is not a set hwloc can read"},
     {"crash-empty-set.xml", "line 1: not well-formed XML: "},
     {"crash-missing-complete-nodeset.xml", "line 9: not well-formed XML: Input is not proper UTF-8"},
     {"crash-nul-bytes.xml", "line 3: not well-formed XML: "},
