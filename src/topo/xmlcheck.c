@@ -103,6 +103,7 @@ static int read_all(const char *input, char **out, size_t *outlen, char *err, si
 /* The first error libxml2 reports while parsing (later ones follow from it). */
 struct first_error {
     bool set;
+    int code; /* xmlParserErrors */
     long line;
     char msg[200];
 };
@@ -112,6 +113,7 @@ static void keep_first_error(void *ctx, xmlErrorPtr e)
     struct first_error *fe = ((xmlParserCtxtPtr)ctx)->_private;
     if (fe->set || !e || e->level < XML_ERR_ERROR) return;
     fe->set = true;
+    fe->code = e->code;
     fe->line = e->line;
     snprintf(fe->msg, sizeof fe->msg, "%s", e->message ? e->message : "unknown error");
     /* libxml2's messages end with a newline, some hold one: one line here */
@@ -123,8 +125,9 @@ static void keep_first_error(void *ctx, xmlErrorPtr e)
 static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
 static void xml_init(void) { xmlInitParser(); }
 
-/* The document of buf, NULL with err set if it is not well-formed XML. No
- * network, no external DTD, entities left as they are. */
+/* The document of buf, NULL with err set (*r: -EINVAL, -ENOMEM) if it is
+ * not well-formed XML. No network, no external DTD, no entity substitution
+ * beyond XML's own five and character references. */
 static xmlDocPtr parse(const char *input, const char *buf, size_t len, char *err, size_t errlen,
                        int *r)
 {
@@ -144,7 +147,7 @@ static xmlDocPtr parse(const char *input, const char *buf, size_t len, char *err
     if (!doc) {
         if (fe.set) fail(err, errlen, input, fe.line, "not well-formed XML: %s", fe.msg);
         else fail(err, errlen, input, 0, "not well-formed XML");
-        *r = fe.set && strstr(fe.msg, "Memory allocation failed") ? -ENOMEM : -EINVAL;
+        *r = fe.set && fe.code == XML_ERR_NO_MEMORY ? -ENOMEM : -EINVAL;
     }
     xmlFreeParserCtxt(ctxt);
     return doc;
