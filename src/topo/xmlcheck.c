@@ -174,6 +174,16 @@ static const char *attr_text(const xmlAttr *a)
     return a->children && a->children->content ? (const char *)a->children->content : "";
 }
 
+/* At most 40 bytes of the value s for an error message, control characters
+ * (a value may hold &#10;) shown as '?': the message stays one line. */
+static const char *shown(const char *s, char buf[41])
+{
+    size_t i = 0;
+    for (; s[i] && i < 40; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    buf[i] = '\0';
+    return buf;
+}
+
 /* Whether hwloc parses s as a bitmap: hwloc 2.9.0 dereferences the NULL
  * bitmap of a set it failed to parse ("", "0x", "zz"), and fails an
  * assertion on a set starting with a comma (",0x2", ", 1"; every other
@@ -204,6 +214,7 @@ static int check_object(const xmlNode *n, const char *input, char *err, size_t e
     static const char *const sets[] = {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"};
     long line = xmlGetLineNo(n);
     const char *type = NULL, *os = NULL;
+    char buf[41];
     int have = 0;
     for (const xmlAttr *a = n->properties; a; a = a->next) {
         const char *name = (const char *)a->name;
@@ -238,12 +249,12 @@ static int check_object(const xmlNode *n, const char *input, char *err, size_t e
     for (const char *d = os; v <= TOPO_MAX_OS_INDEX; d++) {
         if (!*d && d > os) return 0;
         if (*d < '0' || *d > '9') {
-            fail(err, errlen, input, line, "%s with OS index '%.40s', not a number", what, os);
+            fail(err, errlen, input, line, "%s with OS index '%s', not a number", what, shown(os, buf));
             return -EINVAL;
         }
         v = v * 10 + (*d - '0');
     }
-    fail(err, errlen, input, line, "%s with OS index %.40s, above %d", what, os, TOPO_MAX_OS_INDEX);
+    fail(err, errlen, input, line, "%s with OS index %s, above %d", what, shown(os, buf), TOPO_MAX_OS_INDEX);
     return -EINVAL;
 }
 
@@ -257,6 +268,7 @@ static bool blank(const xmlChar *s)
 static int check_element(const xmlNode *n, int depth, const char *input, char *err, size_t errlen)
 {
     long line = xmlGetLineNo(n);
+    char buf[41];
     if (depth > XML_MAX_DEPTH) {
         fail(err, errlen, input, line, "elements nest more than %d deep", XML_MAX_DEPTH);
         return -EINVAL;
@@ -278,8 +290,8 @@ static int check_element(const xmlNode *n, int depth, const char *input, char *e
             return -EINVAL;
         }
         if (is_set((const char *)a->name) && !set_parses(attr_text(a))) {
-            fail(err, errlen, input, line, "%.40s's %.40s '%.40s' is not a set hwloc can read",
-                 (const char *)n->name, (const char *)a->name, attr_text(a));
+            fail(err, errlen, input, line, "%.40s's %.40s '%s' is not a set hwloc can read",
+                 (const char *)n->name, (const char *)a->name, shown(attr_text(a), buf));
             return -EINVAL;
         }
     }
@@ -343,18 +355,20 @@ static int check_doc(const xmlDoc *doc, const char *input, char *err, size_t err
         return -EINVAL;
     }
     for (const xmlAttr *a = root->properties; a; a = a->next) {
+        /* hwloc reads "%u.%u": 1 to 4 digits, a dot, 1 to 4 digits */
         const char *v = attr_text(a);
-        size_t d1 = strspn(v, "0123456789");
+        size_t major = strspn(v, "0123456789");
+        size_t minor = v[major] == '.' ? strspn(v + major + 1, "0123456789") : 0;
+        char buf[41];
         if (strcmp((const char *)a->name, "version") || a->ns) {
             fail(err, errlen, input, xmlGetLineNo(root),
                  "the topology element has attribute '%.40s' (hwloc writes only 'version')",
                  (const char *)a->name);
             return -EINVAL;
         }
-        if (d1 < 1 || d1 > 4 || v[d1] != '.' || strspn(v + d1 + 1, "0123456789") != strlen(v + d1 + 1) ||
-            strlen(v + d1 + 1) < 1 || strlen(v + d1 + 1) > 4) {
-            fail(err, errlen, input, xmlGetLineNo(root), "topology version '%.40s' is not a number like 2.0",
-                 v);
+        if (major < 1 || major > 4 || minor < 1 || minor > 4 || v[major + 1 + minor]) {
+            fail(err, errlen, input, xmlGetLineNo(root), "topology version '%s' is not a number like 2.0",
+                 shown(v, buf));
             return -EINVAL;
         }
     }

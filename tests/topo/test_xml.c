@@ -90,6 +90,8 @@ static const struct {
     {"<topology version=\"2.0\" xmlns=\"urn:x\"/>", "line 1: element 'topology': hwloc's element names", 0},
     {"<topology version=\"2.0\" name=\"x\"/>", "line 1: the topology element has attribute 'name'", 0},
     {"<topology version=\"two\"/>", "line 1: topology version 'two' is not a number like 2.0", 0},
+    {"<topology version=\"2.\"/>", "line 1: topology version '2.' is not a number like 2.0", 0},
+    {"<topology version=\"12345.0\"/>", "line 1: topology version '12345.0' is not a number like 2.0", 0},
     {"<topology version=\"2.0.1\"/>", "line 1: topology version '2.0.1' is not a number like 2.0", 0},
     {"<!DOCTYPE topology [<!ENTITY a \"aaaa\">]>\n<topology version=\"2.0\"/>",
      "the DOCTYPE declares entities or elements of its own", 0},
@@ -114,6 +116,8 @@ static const struct {
      "</topology>", "line 3: object's complete_cpuset 'zz' is not a set hwloc can read", 0},
     {HEAD "<object type=\"Machine\" cpuset=\",0x2\" complete_cpuset=\"f\" nodeset=\"1\" complete_nodeset=\"1\"/>"
      "</topology>", "line 3: object's cpuset ',0x2' is not a set hwloc can read", 0},
+    {HEAD "<object type=\"Machine\" cpuset=\"1&#10;2\" complete_cpuset=\"f\" nodeset=\"1\" complete_nodeset=\"1\"/>"
+     "</topology>", "line 3: object's cpuset '1?2' is not a set hwloc can read", 0},
     {HEAD "\n<object type=\"Machine\" " SETS " allowed_cpuset=\"0x0z\"/></topology>",
      "line 4: object's allowed_cpuset '0x0z' is not a set hwloc can read", 0},
     {HEAD "<object type=\"Machine\" " SETS "/>\n<cpukind cpuset=\",0x1\"/></topology>",
