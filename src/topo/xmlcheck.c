@@ -236,10 +236,14 @@ static int check_object(const xmlNode *n, const char *input, char *err, size_t e
     /* hwloc sets the bit of a PU's or a NUMA node's OS index in a bitmap
      * while loading: a missing one (UINT_MAX) or a huge one costs it half a
      * gigabyte and seconds (tests/fuzz/fuzz_topo_xml timed out on a NUMA
-     * node whose os_index was misspelt). */
-    const char *what = !strcmp(type, "PU")         ? "a CPU (PU)"
-                       : !strcmp(type, "NUMANode") ? "a NUMA node (NUMANode)"
-                                                   : NULL;
+     * node whose os_index was misspelt). The type is read as hwloc reads
+     * it: hwloc_type_sscanf takes "NUMANo0x1" for a NUMA node too (the
+     * fuzzer's next timeout). */
+    hwloc_obj_type_t t;
+    bool known = hwloc_type_sscanf(type, &t, NULL, 0) == 0;
+    const char *what = known && t == HWLOC_OBJ_PU         ? "a CPU (PU)"
+                       : known && t == HWLOC_OBJ_NUMANODE ? "a NUMA node (NUMANode)"
+                                                          : NULL;
     if (!what) return 0;
     if (!os) {
         fail(err, errlen, input, line, "%s without an OS index (os_index)", what);

@@ -134,6 +134,8 @@ static const struct {
      "line 4: a CPU (PU) with OS index '-1', not a number", 0},
     {HEAD "<object type=\"Machine\" " SETS ">\n<object type=\"PU\" os_index=\"\" " SETS "/></object></topology>",
      "line 4: a CPU (PU) with OS index '', not a number", 0},
+    {HEAD "<object type=\"Machine\" " SETS ">\n<object type=\"pu\" " SETS "/></object></topology>",
+     "line 4: a CPU (PU) without an OS index", 0},
     {HEAD "<object type=\"Machine\" " SETS ">\n<object type=\"NUMANode\" os_index=\"4294967295\" " SETS "/>"
      "</object></topology>", "line 4: a NUMA node (NUMANode) with OS index 4294967295, above 65535", 0},
 };
@@ -158,6 +160,7 @@ static const struct {
     {"crash-unclosed-quote.xml", "line 1: not well-formed XML: "},
     {"crash-unclosed-tag.xml", "line 1: not well-formed XML: "},
     {"duplicate-os-index.xml", "two CPUs have OS index 4"},
+    {"timeout-numanode-type-prefix.xml", "line 4: a NUMA node (NUMANode) without an OS index"},
     {"timeout-numanode-without-os-index.xml", "line 4: a NUMA node (NUMANode) without an OS index"},
     {"timeout-pu-without-os-index.xml", "line 2: not well-formed XML: DOCTYPE improperly terminated"},
 };
