@@ -2,9 +2,10 @@
  * Topology loading (hwloc) and the read-only model of docs/topology.md.
  *
  * Loading: hwloc builds its tree from one of four sources (this machine, a
- * synthetic string, an XML file, a captured Linux root); an optional CPU
- * list restricts it; then one pass over the PUs fills the model below and
- * everything a scheduler asks afterwards is an array lookup.
+ * synthetic string, an XML file as xmlcheck.c reads, checks and rewrites
+ * it, a captured Linux root); an optional CPU list restricts it; then one
+ * pass over the PUs fills the model below and everything a scheduler asks
+ * afterwards is an array lookup.
  *
  * Model, per level (SMT, L2, LLC, package, NUMA, machine): the group of each
  * CPU, the member mask and weight of each group. Groups are numbered in
