@@ -35,8 +35,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} "${_hwlib}/pkgconfig")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${_hw}")
 # hwloc's arch-specific header (hwloc/autogen/config.h) and, at link time,
-# what libhwloc.so needs (libudev).
+# what libhwloc.so needs (libudev) and what libxml2.so needs (libicu under
+# /usr/lib, zlib and liblzma under /lib: Debian 12's packages still ship
+# them there).
+set(_hwlib2 "${_hw}/lib/aarch64-linux-gnu")
 set(CMAKE_C_FLAGS_INIT "-isystem ${_hw}/usr/include/aarch64-linux-gnu")
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_hwlib}")
-set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_hwlib}")
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=${_hwlib})
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_hwlib} -Wl,-rpath-link,${_hwlib2}")
+set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${_hwlib} -Wl,-rpath-link,${_hwlib2}")
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=${_hwlib}:${_hwlib2})

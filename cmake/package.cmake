@@ -10,7 +10,7 @@
 # Dependencies are written out, not computed with dpkg-shlibdeps, so that
 # `make deb` needs no more than the build does: glibc 2.34 is the newest
 # symbol version libusched and usched use (objdump -T), hwloc's runtime is
-# libhwloc15 (hwloc 2.x).
+# libhwloc15 (hwloc 2.x), libxml2's is libxml2 (hwloc XML topology files).
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME usched)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -32,17 +32,17 @@ real kernels (Linux, FreeBSD ULE, DragonFly bsd4, 4.4BSD) or its own.")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libusched0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15")
+set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15, libxml2")
 set(CPACK_COMPONENT_LIB_DESCRIPTION "topology-aware user-space fiber scheduler (shared library)\n${_usched_about}")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libusched-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libusched0 (= ${_usched_deb_version}), libhwloc-dev, pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libusched0 (= ${_usched_deb_version}), libhwloc-dev, libxml2-dev, pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "topology-aware user-space fiber scheduler (development files)\n${_usched_about}\n\nThis package holds the headers, the static library, usched.pc, the CMake\npackage and the manual pages of the API.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME usched-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15, libjansson4")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15, libxml2, libjansson4")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "topology-aware user-space fiber scheduler (command-line tool)\n${_usched_about}\n\nThis package holds the usched command (usched topo, policies, knobs and\nbench) and its manual page.")
 
 # The shared library's package runs ldconfig through dpkg's trigger, as

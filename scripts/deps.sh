@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages usched needs that are missing, and nothing else.
 #   scripts/deps.sh         to build and run: compiler, make, cmake, pkg-config, hwloc,
-#                           jansson
+#                           libxml2, jansson
 #   scripts/deps.sh test    also what the test suite needs
 #   scripts/deps.sh aarch64 what the aarch64 cross build and its suite under
 #                           qemu need (make aarch64; hwloc for arm64 comes
@@ -10,14 +10,17 @@
 # apt-get update runs only when something is missing. Needs root (or sudo).
 set -eu
 
+# libxml2-dev: the topology loader reads hwloc XML files with libxml2
+#   (src/topo/xmlcheck.c);
 # libjansson-dev: `usched trace` reads trace files (JSON) with jansson.
-base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libjansson-dev"
+base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libxml2-dev libjansson-dev"
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the aarch64 context
 #   switch test, cross-built and run under qemu-aarch64;
 # valgrind: <valgrind/valgrind.h> for stack registration;
 # bzip2: tar xjf of the captured topologies in tests/data/topologies;
 # libudev-dev: `pkg-config --static --libs usched` names -ludev (hwloc's
-#   Libs.private), used by the install test's static link.
+#   Libs.private), zlib1g-dev and liblzma-dev (-lz, -llzma: libxml2's),
+#   used by the install test's static link.
 # clang: CI's Release build with clang (-Wall -Wextra -Werror);
 # libclang-rt-14-dev: libFuzzer and clang's sanitizer runtimes (scripts/fuzz.sh);
 # groff-base, man-db: the man_pages test renders every page (groff, man -l);
@@ -25,7 +28,7 @@ base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libjansson-dev"
 # dbench (tbench), postgresql-client-15 (pgbench, psql), redis-tools
 #   (redis-benchmark, redis-cli), wrk: the real clients the server tests
 #   (tests/servers) drive usched's servers with.
-test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev clang libclang-rt-14-dev groff-base man-db python3
+test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev zlib1g-dev liblzma-dev clang libclang-rt-14-dev groff-base man-db python3
             dbench postgresql-client-15 redis-tools wrk"
 
 aarch64_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user bzip2"

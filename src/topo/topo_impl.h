@@ -37,6 +37,18 @@ struct usched__topo {
     hwloc_bitmap_t *whole_sets;     /* [whole_nsets]: owned, one per LLC */
 };
 
+/* Largest OS index a CPU may have (the model keeps a table indexed by it);
+ * Linux numbers CPUs below NR_CPUS, at most 8192. */
+#define TOPO_MAX_OS_INDEX 65535
+
+/* Reads the hwloc XML topology file `input` with libxml2, checks what
+ * hwloc's own reader does not survive (xmlcheck.c), and returns the same
+ * topology written anew in the shape hwloc's exporter writes: *out is
+ * malloc'ed and NUL-terminated, *outlen counts the NUL (hwloc_topology_
+ * set_xmlbuffer's size). 0, or -EINVAL/-ENOMEM with err naming the file,
+ * the line and what is wrong. */
+int usched__topo_xml_read(const char *input, char **out, size_t *outlen, char *err, size_t errlen);
+
 /* Writes a mask as a CPU list ("0-5,12,14-15", dense numbers) or "none". */
 void usched__topo_put_list(FILE *f, const usched__topo_t *t, const uint64_t *mask);
 

@@ -153,6 +153,17 @@ int main(int argc, char **argv)
     FAILS(1, "hwloc cannot read this captured Linux root", "topo", "--input", empty);
     snprintf(cpudir, sizeof cpudir, "rm -rf %s", empty);
     ASSERT_EQ(system(cpudir), 0);
+    /* An XML file libxml2 refuses: the file, the line, libxml2's reason. */
+    char bad[] = "/tmp/usched-topo-badxml-XXXXXX", needle[256];
+    int fd = mkstemp(bad);
+    ASSERT_GE(fd, 0);
+    static const char xml[] = "<topology version=\"2.0\">\n<object type=\"Machine\">\n</topology>\n";
+    ASSERT_EQ(write(fd, xml, sizeof xml - 1), (ssize_t)(sizeof xml - 1));
+    close(fd);
+    snprintf(needle, sizeof needle, "input '%s': line 3: not well-formed XML: Opening and ending tag mismatch",
+             bad);
+    FAILS(1, needle, "topo", "--input", bad);
+    unlink(bad);
     FAILS(1, "cpus '': empty CPU list", "topo", "--input", "pack:2 core:2 pu:1", "--cpus", "");
     FAILS(1, "cpus '9': CPU 9 is out of range (4 CPUs: 0-3)", "topo", "--input",
           "pack:2 core:2 pu:1", "--cpus", "9");
