@@ -329,10 +329,9 @@ struct conn_arg {
 enum reg { REG_STOPPING, REG_SERVE, REG_REFUSE, REG_CLOSE };
 
 /* Adds fd to the table: to be served, or refused when max_conns are
- * served; REG_CLOSE when it cannot be refused politely (the protocol has
- * no error for it, REFUSERS_MAX refusals are under way, or no memory) and
- * is not in the table, REG_STOPPING
- * when the server is stopping (step 3). */
+ * served. REG_CLOSE (fd not in the table): it cannot be refused politely,
+ * as the protocol has no error for it, REFUSERS_MAX refusals are under way
+ * or memory ran out. REG_STOPPING: the server is stopping (step 3). */
 static enum reg conn_register(struct srv *v, int fd)
 {
     enum reg r = REG_STOPPING;
@@ -395,7 +394,7 @@ static void conn_fiber(void *arg)
         c.idle_ns = v->idle_ns;
         if (!refuse) {
             v->proto->conn(v->state, &c);
-        } else if (v->proto->refuse) {
+        } else {
             /* the protocol's error, then a close that lets the peer read it:
              * stop sending, and wait (briefly) for the peer to close too */
             c.deadline = now_ns() + REFUSE_WAIT_NS;
