@@ -132,8 +132,8 @@ void srv_free(struct srv *v);
 /* A connection's buffers. Bytes received and not yet parsed are
  * in[in_start, in_end); replies not yet sent are out[0, out_len). A protocol
  * appends replies with srv_put and they go out in one write when the
- * connection runs out of complete requests, so a pipelining client gets its
- * replies in batches. */
+ * connection runs out of complete requests (or out_max bytes are waiting),
+ * so a pipelining client gets its replies in batches. */
 struct srv_conn {
     int fd;              /* -1 in unit tests: srv_flush keeps the bytes (drops them with out_max set) */
     char *in;
@@ -173,7 +173,7 @@ int srv_flush(struct srv_conn *c);
 int srv_drain(struct srv_conn *c);
 /* Receives more input (one read of as much as fits). Bytes read, 0 at end
  * of file, -EMSGSIZE when in_max bytes are pending without a complete
- * request, or a negative errno. */
+ * request, -ETIMEDOUT past the deadline (timed_out set), or a negative errno. */
 ssize_t srv_fill(struct srv_conn *c);
 
 /* The connection loop of every server here: handle the complete requests
