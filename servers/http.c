@@ -49,6 +49,14 @@ static ssize_t http_step(void *st, struct srv_conn *c, const char *in, size_t n)
     return r.keep_alive ? k : -ECONNRESET; /* Connection: close: the reply goes out, then the end */
 }
 
+/* Over max_conns: 503, once the client has said something. */
+static ssize_t http_refuse(void *st, struct srv_conn *c, const char *in, size_t n)
+{
+    (void)st, (void)in, (void)n;
+    respond(c, 503, http_reason(503), true, false, "");
+    return -EBUSY;
+}
+
 ssize_t http_feed(struct srv_conn *c, const void *in, size_t n)
 {
     return srv_conn_feed(c, http_step, NULL, in, n);
@@ -64,5 +72,6 @@ const struct srv_proto srv_proto_http = {
     .default_port = 8080,
     .summary = "HTTP/1.1 keep-alive, GET / answers a fixed body",
     .in_max = HTTP_MAX_HEAD + HTTP_MAX_BODY,
+    .refuse = http_refuse,
     .conn = http_conn,
 };

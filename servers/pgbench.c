@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fault.h"
 #include "proto.h"
 
 #define PG_MAX_SCALE 100  /* 10 million accounts, about 600 MB */
@@ -83,12 +84,12 @@ int pgdb_create(int scale, struct pgdb **out, char *err, size_t len)
         snprintf(err, len, "scale %d: must be in [1, %d]", scale, PG_MAX_SCALE);
         return -EINVAL;
     }
-    struct pgdb *db = calloc(1, sizeof *db);
+    struct pgdb *db = usched__calloc(1, sizeof *db);
     if (!db) goto oom;
     db->scale = scale;
     for (int t = 0; t < T_NTABLES; t++) {
         db->nrows[t] = rows_per_scale[t] * scale;
-        db->rows[t] = calloc((size_t)db->nrows[t], sizeof(struct row));
+        db->rows[t] = usched__calloc((size_t)db->nrows[t], sizeof(struct row));
         if (!db->rows[t]) goto oom;
         for (int64_t i = 0; i < db->nrows[t]; i++) usched_mutex_init(&db->rows[t][i].lock);
     }
@@ -206,7 +207,7 @@ static bool history_append(struct pgdb *db, const struct history_row *rows, int 
     if (db->nhistory + (size_t)n > db->cap_history) {
         size_t cap = db->cap_history ? db->cap_history * 2 : 4096;
         while (cap < db->nhistory + (size_t)n) cap *= 2;
-        struct history_row *nh = realloc(db->history, cap * sizeof *nh);
+        struct history_row *nh = usched__realloc(db->history, cap * sizeof *nh);
         if (nh) {
             db->history = nh;
             db->cap_history = cap;
@@ -320,8 +321,18 @@ static int do_update(struct pg_session *s, struct srv_conn *c, int table, int64_
     bool autocommit = s->txn == 'I';
     struct held *h = lock_row(s, table, id, state, msg);
     if (!h) return -1;
-    atomic_fetch_add_explicit(&s->db->rows[table][id - 1].balance, delta, memory_order_relaxed);
-    h->undo += delta;
+    /* the balance columns are integer (int4): a sum outside it is an error,
+     * as in PostgreSQL, and changes nothing; checked under the row's lock */
+    _Atomic int64_t *bal = &s->db->rows[table][id - 1].balance;
+    int64_t old = atomic_load_explicit(bal, memory_order_relaxed), sum;
+    if (__builtin_add_overflow(old, delta, &sum) || sum < INT32_MIN || sum > INT32_MAX) {
+        if (autocommit) txn_rollback(s); /* releases the row */
+        *state = "22003";
+        *msg = "integer out of range";
+        return -1;
+    }
+    atomic_store_explicit(bal, sum, memory_order_relaxed);
+    h->undo += delta; /* |undo| stays below 2^32: every balance it covers stays an int4 */
     if (autocommit) txn_commit(s); /* no history rows pending: cannot fail */
     put_update(c, true);
     return 0;
@@ -367,6 +378,12 @@ static int exec_statement(struct pg_session *s, struct srv_conn *c, const char *
     case ST_UPDATE_TELLERS: return do_update(s, c, T_TELLERS, a[0], a[1], state, msg);
     case ST_UPDATE_BRANCHES: return do_update(s, c, T_BRANCHES, a[0], a[1], state, msg);
     case ST_INSERT_HISTORY: {
+        for (int i = 0; i < 4; i++) /* pgbench_history's columns are integer (int4) */
+            if (a[i] < INT32_MIN || a[i] > INT32_MAX) {
+                *state = "22003";
+                *msg = "integer out of range";
+                return -1;
+            }
         struct history_row r = {.tid = a[0], .bid = a[1], .aid = a[2], .delta = a[3]};
         if (s->txn == 'I') {
             if (!history_append(db, &r, 1)) {
@@ -442,7 +459,7 @@ static void exec_query(struct pg_session *s, struct srv_conn *c, const char *q, 
 {
     const char *p = q, *end = q + n;
     bool any = false;
-    while (p < end) {
+    while (p < end && srv_drain(c) == 0) { /* a long query string's replies go out as they come */
         /* the statement runs to the next ';' token */
         const char *start = p, *stop = p;
         struct pg_tok t;
@@ -558,9 +575,25 @@ static ssize_t pg_step(void *st, struct srv_conn *c, const char *in, size_t n)
     }
 }
 
+/* Over max_conns: PostgreSQL's answer, after the startup packet (an SSL
+ * or GSS request first gets its 'N'). */
+static ssize_t pg_refuse(void *st, struct srv_conn *c, const char *in, size_t n)
+{
+    (void)st;
+    struct pg_startup su;
+    ssize_t k = pg_parse_startup(in, n, &su);
+    if (k <= 0) return k;
+    if (su.code == PG_SSL_REQUEST || su.code == PG_GSSENC_REQUEST) {
+        srv_put(c, "N", 1);
+        return k;
+    }
+    if (su.code != PG_CANCEL_REQUEST) pg_put_error(c, "FATAL", "53300", "sorry, too many clients already");
+    return -EBUSY;
+}
+
 struct pg_session *pg_session_new(struct pgdb *db)
 {
-    struct pg_session *s = calloc(1, sizeof *s);
+    struct pg_session *s = usched__calloc(1, sizeof *s);
     if (s) {
         s->db = db;
         s->txn = 'I';
@@ -590,7 +623,10 @@ static int pgbench_init(const struct srv_opts *o, void **state, char *err, size_
 static void pgbench_conn(void *state, struct srv_conn *c)
 {
     struct pg_session *s = pg_session_new(state);
-    if (!s) return;
+    if (!s) {
+        c->out_failed = true; /* counted as a connection ended for lack of memory */
+        return;
+    }
     srv_conn_run(c, pg_step, s);
     pg_session_free(s);
 }
@@ -610,6 +646,7 @@ const struct srv_proto srv_proto_pgbench = {
     .default_port = 5432,
     .summary = "PostgreSQL v3 simple queries over in-memory pgbench tables",
     .in_max = PG_MAX_MESSAGE + 5,
+    .refuse = pg_refuse,
     .init = pgbench_init,
     .conn = pgbench_conn,
     .check = pgbench_check,

@@ -112,6 +112,10 @@ void resp_put_array(struct srv_conn *c, long long n);
 
 /* redis.c, for tests. */
 struct rdb;
+/* SipHash-1-3 of data under a 128-bit key: the keyspace's hash. */
+uint64_t rdb_siphash13(const uint64_t key[2], const void *data, size_t n);
+/* Entries in the fullest hash chain of the keyspace. */
+size_t rdb_longest_chain(struct rdb *db);
 int rdb_create(struct rdb **out);
 void rdb_free(struct rdb *db);
 ssize_t redis_feed(struct rdb *db, struct srv_conn *c, const void *in, size_t n);

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
+#include "base/fault.h"
 #include "proto.h"
 
 #define RDB_SHARDS 64           /* a power of two */
@@ -53,20 +55,62 @@ struct shard {
 
 struct rdb {
     struct shard shards[RDB_SHARDS];
+    uint64_t hash_key[2]; /* from getrandom(2) at creation */
 };
 
 /* ---- keyspace ------------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const char *p, size_t n) /* FNV-1a */
+/* SipHash-1-3 (Aumasson and Bernstein's SipHash with one compression and
+ * three finalisation rounds, as redis hashes its keys): keyed with a random
+ * key per process, so a client cannot choose keys that collide. */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                  \
+    do {                                                                                          \
+        v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32);                                 \
+        v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                                                    \
+        v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                                                    \
+        v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32);                                 \
+    } while (0)
+
+static uint64_t le64(const unsigned char *p)
 {
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * UINT64_C(1099511628211);
-    return h;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+uint64_t rdb_siphash13(const uint64_t key[2], const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t v0 = key[0] ^ UINT64_C(0x736f6d6570736575), v1 = key[1] ^ UINT64_C(0x646f72616e646f6d);
+    uint64_t v2 = key[0] ^ UINT64_C(0x6c7967656e657261), v3 = key[1] ^ UINT64_C(0x7465646279746573);
+    size_t whole = n & ~(size_t)7;
+    for (size_t i = 0; i < whole; i += 8) {
+        uint64_t m = le64(p + i);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t last = (uint64_t)n << 56;
+    for (size_t i = 0; i < (n & 7); i++) last |= (uint64_t)p[whole + i] << (8 * i);
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static uint64_t hash_bytes(const struct rdb *db, const char *p, size_t n)
+{
+    return rdb_siphash13(db->hash_key, p, n);
 }
 
 static bool blob_set(struct blob *b, const char *p, size_t n)
 {
-    char *nb = malloc(n ? n : 1);
+    char *nb = usched__malloc(n ? n : 1);
     if (!nb) return false;
     memcpy(nb, p, n);
     free(b->p);
@@ -86,9 +130,14 @@ static void entry_free(struct entry *e)
 
 int rdb_create(struct rdb **out)
 {
-    struct rdb *db = aligned_alloc(64, sizeof *db);
+    struct rdb *db = usched__aligned_alloc(64, sizeof *db);
     if (!db) return -ENOMEM;
     memset(db, 0, sizeof *db);
+    if (getrandom(db->hash_key, sizeof db->hash_key, 0) != (ssize_t)sizeof db->hash_key) {
+        int e = errno ? -errno : -EIO;
+        free(db);
+        return e;
+    }
     for (int i = 0; i < RDB_SHARDS; i++) usched_mutex_init(&db->shards[i].lock);
     *out = db;
     return 0;
@@ -116,6 +165,22 @@ void rdb_free(struct rdb *db)
     free(db);
 }
 
+size_t rdb_longest_chain(struct rdb *db)
+{
+    size_t longest = 0;
+    for (int i = 0; i < RDB_SHARDS; i++) {
+        struct shard *sh = &db->shards[i];
+        usched_mutex_lock(&sh->lock);
+        for (size_t b = 0; b < sh->nbuckets; b++) {
+            size_t n = 0;
+            for (struct entry *e = sh->buckets[b]; e; e = e->next) n++;
+            if (n > longest) longest = n;
+        }
+        usched_mutex_unlock(&sh->lock);
+    }
+    return longest;
+}
+
 static struct shard *shard_of(struct rdb *db, uint64_t h)
 {
     return &db->shards[h & (RDB_SHARDS - 1)];
@@ -138,7 +203,7 @@ static struct entry *find_or_add(struct shard *sh, uint64_t h, const char *k, si
     if (pp) return *pp;
     if (sh->count >= sh->nbuckets) { /* load factor 1: double */
         size_t nb = sh->nbuckets ? sh->nbuckets * 2 : 64;
-        struct entry **b = calloc(nb, sizeof *b);
+        struct entry **b = usched__calloc(nb, sizeof *b);
         if (!b) return NULL;
         for (size_t i = 0; i < sh->nbuckets; i++)
             for (struct entry *e = sh->buckets[i], *next; e; e = next) {
@@ -151,7 +216,7 @@ static struct entry *find_or_add(struct shard *sh, uint64_t h, const char *k, si
         sh->buckets = b;
         sh->nbuckets = nb;
     }
-    struct entry *e = calloc(1, sizeof *e);
+    struct entry *e = usched__calloc(1, sizeof *e);
     if (!e || !blob_set(&e->key, k, n)) {
         free(e);
         return NULL;
@@ -177,7 +242,7 @@ static bool list_push(struct list *l, const char *p, size_t n, bool left)
 {
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
-        struct blob *it = malloc(cap * sizeof *it);
+        struct blob *it = usched__malloc(cap * sizeof *it);
         if (!it) return false;
         for (size_t i = 0; i < l->count; i++) it[i] = l->items[(l->head + i) % l->cap];
         free(l->items);
@@ -222,7 +287,7 @@ static const char wrongtype[] = "WRONGTYPE Operation against a key holding the w
 /* Locks the shard of argument i; returns it with *h set. */
 static struct shard *lock_key(struct ctx *x, int i, uint64_t *h)
 {
-    *h = hash_bytes(ARG(i));
+    *h = hash_bytes(x->db, ARG(i));
     struct shard *sh = shard_of(x->db, *h);
     usched_mutex_lock(&sh->lock);
     return sh;
@@ -303,7 +368,7 @@ static void cmd_get(struct ctx *x)
 static void cmd_mget(struct ctx *x)
 {
     resp_put_array(x->c, x->cmd->argc - 1);
-    for (int i = 1; i < x->cmd->argc; i++) get_one(x, i, true);
+    for (int i = 1; i < x->cmd->argc && srv_drain(x->c) == 0; i++) get_one(x, i, true);
 }
 
 static void incr_by(struct ctx *x, long long by)
@@ -461,14 +526,25 @@ static void pop(struct ctx *x, bool left)
         return;
     }
     if (count > (long long)e->list.count) count = (long long)e->list.count;
-    if (many) resp_put_array(x->c, count);
-    for (long long i = 0; i < count; i++) {
-        struct blob b = list_pop(&e->list, left);
-        resp_put_bulk(x->c, b.p, b.n);
-        free(b.p);
+    /* the values leave the list under the lock (as one step, as in redis)
+     * and are sent after it, so a long reply can drain to the peer without
+     * holding the shard */
+    struct blob one, *vals = count > 1 ? usched__malloc((size_t)count * sizeof *vals) : &one;
+    if (!vals) {
+        usched_mutex_unlock(&sh->lock);
+        oom(x);
+        return;
     }
+    for (long long i = 0; i < count; i++) vals[i] = list_pop(&e->list, left);
     if (e->list.count == 0) remove_entry(sh, pp); /* an empty list is no key */
     usched_mutex_unlock(&sh->lock);
+    if (many) resp_put_array(x->c, count);
+    for (long long i = 0; i < count; i++) {
+        srv_drain(x->c);
+        resp_put_bulk(x->c, vals[i].p, vals[i].n);
+        free(vals[i].p);
+    }
+    if (vals != &one) free(vals);
 }
 
 static void cmd_lpop(struct ctx *x)
@@ -616,9 +692,17 @@ static ssize_t redis_step(void *st, struct srv_conn *c, const char *in, size_t n
     return k;
 }
 
+/* Over max_conns: redis's own refusal, whatever the client sent. */
+static ssize_t redis_refuse(void *st, struct srv_conn *c, const char *in, size_t n)
+{
+    (void)st, (void)in, (void)n;
+    resp_put_error(c, "ERR max number of clients reached");
+    return -EBUSY;
+}
+
 ssize_t redis_feed(struct rdb *db, struct srv_conn *c, const void *in, size_t n)
 {
-    struct rconn *rc = malloc(sizeof *rc);
+    struct rconn *rc = usched__malloc(sizeof *rc);
     if (!rc) return -ENOMEM;
     rc->db = db;
     ssize_t r = srv_conn_feed(c, redis_step, rc, in, n);
@@ -636,8 +720,11 @@ static int redis_init(const struct srv_opts *o, void **state, char *err, size_t 
 
 static void redis_conn(void *state, struct srv_conn *c)
 {
-    struct rconn *rc = malloc(sizeof *rc);
-    if (!rc) return;
+    struct rconn *rc = usched__malloc(sizeof *rc);
+    if (!rc) {
+        c->out_failed = true; /* counted as a connection ended for lack of memory */
+        return;
+    }
     rc->db = state;
     srv_conn_run(c, redis_step, rc);
     free(rc);
@@ -653,6 +740,7 @@ const struct srv_proto srv_proto_redis = {
     .default_port = 6379,
     .summary = "RESP2 with pipelining over an in-memory keyspace",
     .in_max = RDB_MAX_REQUEST,
+    .refuse = redis_refuse,
     .init = redis_init,
     .conn = redis_conn,
     .fini = redis_fini,

@@ -15,6 +15,7 @@
 #ifndef USCHED_SERVERS_H
 #define USCHED_SERVERS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,9 +35,30 @@ struct srv_opts {
     int port;         /* -1: the protocol's default, 0: any free port */
     int scale;        /* pgbench: scale factor of the tables (default 1) */
     unsigned flags;   /* reserved, 0 */
+    /* Unsent output, in bytes, at which a connection stops reading and
+     * parsing until the output has gone (default SRV_MAX_OUTPUT). A single
+     * reply piece may take it past the bound by its own size (a tbench reply,
+     * a redis bulk string: at most 1 MiB). */
+    size_t max_output;
+    /* Milliseconds a connection may go without completing a request (idle,
+     * or sending one too slowly), or a write may wait for the peer to read,
+     * before the server closes it. Default SRV_IDLE_TIMEOUT_MS; < 0: never. */
+    long idle_timeout_ms;
+    /* Connections served at once (default SRV_MAX_CONNS). One more is
+     * refused with the protocol's own error, where it has one, then closed. */
+    int max_conns;
 };
 
+#define SRV_MAX_OUTPUT (256 << 10)
+#define SRV_IDLE_TIMEOUT_MS 300000L
+#define SRV_MAX_CONNS 10000
+
 struct srv_conn;
+/* One step of a request/response protocol, given the pending input in[0, n):
+ *   > 0  a request of that many bytes was handled (its reply appended);
+ *     0  no complete request yet;
+ *   < 0  the connection must end (a reply saying why may be appended). */
+typedef ssize_t srv_step_fn(void *conn_state, struct srv_conn *c, const char *in, size_t n);
 
 /* One protocol. Every function but conn runs on the caller's thread. */
 struct srv_proto {
@@ -44,6 +66,11 @@ struct srv_proto {
     int default_port;
     const char *summary;
     size_t in_max; /* the largest request, in bytes: a connection buffers at most this */
+    /* The step run on a connection over max_conns: appends the protocol's
+     * "too many connections" error (after reading what the protocol sends
+     * first, for PostgreSQL the startup packet) and returns < 0. NULL: such
+     * a connection is closed without a word. */
+    srv_step_fn *refuse;
     /* Builds the shared state (tables, keyspace). 0, or -1 with err set. */
     int (*init)(const struct srv_opts *o, void **state, char *err, size_t len);
     /* Serves one connection, in the connection's own fiber, until the peer
@@ -76,6 +103,21 @@ int srv_port(const struct srv *v);
 uint64_t srv_requests(const struct srv *v);
 /* Connections accepted so far. */
 uint64_t srv_connections(const struct srv *v);
+
+/* What a server has done; the high-water marks cover the connections that
+ * have ended (so, after srv_stop, all of them). */
+struct srv_stats {
+    uint64_t connections; /* accepted, refused ones included */
+    uint64_t requests;    /* served by the connections that have ended */
+    uint64_t refused;     /* over max_conns, or accepted while out of descriptors */
+    uint64_t timed_out;   /* closed by the idle timeout */
+    uint64_t failed;      /* ended for lack of memory */
+    uint64_t open;        /* open now, refused ones included */
+    size_t buffers;       /* buffer memory of the open connections now, bytes */
+    size_t out_hwm;       /* the most unsent output one connection held, bytes */
+    size_t buf_hwm;       /* the most buffer memory (input + output) one connection held */
+};
+void srv_stats(const struct srv *v, struct srv_stats *st);
 /* Stops accepting, ends every connection (a fiber blocked in a read sees
  * end of file), and waits until every fiber of the server has returned.
  * From an outside thread or a fiber that is not the server's. */
@@ -90,16 +132,24 @@ void srv_free(struct srv *v);
 /* A connection's buffers. Bytes received and not yet parsed are
  * in[in_start, in_end); replies not yet sent are out[0, out_len). A protocol
  * appends replies with srv_put and they go out in one write when the
- * connection runs out of complete requests, so a pipelining client gets its
- * replies in batches. */
+ * connection runs out of complete requests (or out_max bytes are waiting),
+ * so a pipelining client gets its replies in batches. */
 struct srv_conn {
-    int fd;              /* -1 in unit tests: srv_flush keeps the bytes */
+    int fd;              /* -1 in unit tests: srv_flush keeps the bytes (drops them with out_max set) */
     char *in;
     size_t in_start, in_end, in_cap;
     size_t in_max;       /* a request that does not fit in this many bytes is refused */
     char *out;
     size_t out_len, out_cap;
-    bool out_failed;     /* srv_put ran out of memory: the connection ends */
+    size_t out_max;      /* unsent output at which reading stops; 0: no bound (tests) */
+    bool out_failed;     /* srv_put ran out of memory, or srv_drain failed: the connection ends */
+    bool timed_out;      /* the idle timeout ended it */
+    uint64_t idle_ns;    /* the idle timeout; 0: none */
+    uint64_t deadline;   /* CLOCK_MONOTONIC ns by which the next request must be complete; 0: none */
+    size_t out_hwm;      /* the most unsent output held */
+    size_t buf_hwm;      /* the most buffer memory held (in_cap + out_cap) */
+    atomic_size_t *buf_total; /* the server's sum of in_cap + out_cap, kept current; NULL in tests */
+    size_t buf_counted;       /* this connection's share of *buf_total */
     uint64_t requests;   /* counted by the protocol, summed by the server */
 };
 
@@ -116,20 +166,23 @@ void srv_printf(struct srv_conn *c, const char *fmt, ...) __attribute__((format(
 
 /* Sends the pending output. 0, or a negative errno. */
 int srv_flush(struct srv_conn *c);
+/* Sends the pending output if it has reached out_max: for a step whose
+ * reply is long (many keys, many statements), between its pieces, with no
+ * lock held. On failure it sets out_failed, so the connection ends after
+ * the step. 0, or a negative errno. */
+int srv_drain(struct srv_conn *c);
 /* Receives more input (one read of as much as fits). Bytes read, 0 at end
  * of file, -EMSGSIZE when in_max bytes are pending without a complete
- * request, or a negative errno. */
+ * request, -ETIMEDOUT past the deadline (timed_out set), or a negative errno. */
 ssize_t srv_fill(struct srv_conn *c);
 
-/* One step of a request/response protocol, given the pending input in[0, n):
- *   > 0  a request of that many bytes was handled (its reply appended);
- *     0  no complete request yet;
- *   < 0  the connection must end (a reply saying why may be appended). */
-typedef ssize_t srv_step_fn(void *conn_state, struct srv_conn *c, const char *in, size_t n);
-
-/* The connection loop of every server here: handle every complete request
+/* The connection loop of every server here: handle the complete requests
  * in the input, send the replies in one write, read more, repeat; until
- * the peer leaves, a step refuses the input or the server stops. */
+ * the peer leaves, a step refuses the input, the idle timeout passes or the
+ * server stops. Once out_max bytes of output are pending it stops parsing,
+ * sends them, and only then goes on, so a client that pipelines without
+ * reading holds at most out_max (plus one reply piece) of the server's
+ * memory. Buffers grown for a large request shrink back after it. */
 void srv_conn_run(struct srv_conn *c, srv_step_fn *step, void *conn_state);
 
 /* The same loop without I/O, for tests: feeds n bytes through step and

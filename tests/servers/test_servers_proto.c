@@ -4,7 +4,8 @@
  * replies it queued are checked, for well-formed requests as the real
  * clients send them, split at every byte, and for garbage.
  *
- *   test_servers_proto [tbench|pgbench|redis|http|echo|garbage]   (default: all)
+ *   test_servers_proto [tbench|pgbench|redis|http|echo|garbage|pg_overflow|
+ *                       redis_hash|output_bound]   (default: all)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -575,6 +576,125 @@ static void test_garbage(void)
     rdb_free(rdb);
 }
 
+/* ---- limits ------------------------------------------------------------------------------- */
+
+/* pgbench: a client-chosen delta that takes a balance (int4) out of range,
+ * or a history value out of int4, is PostgreSQL's 22003, changes nothing
+ * and keeps no lock; within a transaction it aborts it. (Summed in int64,
+ * such deltas overflowed: undefined behaviour, which UBSan reports.) */
+static void test_pg_overflow(void)
+{
+    struct pgdb *db;
+    char err[200], msg[200];
+    ASSERT_OK(pgdb_create(1, &db, err, sizeof err));
+    struct srv_conn c = conn("pgbench");
+    struct pg_session *s = pg_connect(db, &c);
+    static const char big[] = "UPDATE pgbench_accounts SET abalance = abalance + 9223372036854775807 WHERE aid = 1";
+    /* twice in one transaction: the second passed int64 in the undo sum */
+    char q[256];
+    snprintf(q, sizeof q, "BEGIN; %s; %s", big, big);
+    struct pg_reply r = pg_query(s, &c, q);
+    ASSERT_STR_EQ(r.types, "CEZ");
+    ASSERT_STR_EQ(r.sqlstate, "22003");
+    ASSERT_EQ(r.status, 'E');
+    ASSERT_STR_EQ(pg_query(s, &c, big).sqlstate, "25P02");
+    ASSERT_STR_EQ(pg_query(s, &c, "ROLLBACK").tag, "ROLLBACK");
+    /* two in one transaction, each in range, together not */
+    ASSERT_STR_EQ(pg_query(s, &c, "BEGIN").tag, "BEGIN");
+    ASSERT_STR_EQ(pg_query(s, &c, "UPDATE pgbench_accounts SET abalance = abalance + 2147483647 WHERE aid = 1").tag,
+                  "UPDATE 1");
+    ASSERT_STR_EQ(pg_query(s, &c, "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1").sqlstate,
+                  "22003");
+    ASSERT_STR_EQ(pg_query(s, &c, "END").tag, "ROLLBACK");
+    /* autocommit: the lowest int4 is fine, one below it is not, and the row stays free */
+    static const char down[] = "UPDATE pgbench_tellers SET tbalance = tbalance + -2147483648 WHERE tid = 2";
+    ASSERT_STR_EQ(pg_query(s, &c, down).tag, "UPDATE 1");
+    r = pg_query(s, &c, "UPDATE pgbench_tellers SET tbalance = tbalance + -1 WHERE tid = 2");
+    ASSERT_STR_EQ(r.sqlstate, "22003");
+    ASSERT_EQ(r.status, 'I');
+    ASSERT_STR_EQ(pg_query(s, &c, "UPDATE pgbench_tellers SET tbalance = tbalance + 2147483647 WHERE tid = 2").tag,
+                  "UPDATE 1");
+    ASSERT_STR_EQ(pg_query(s, &c, "UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 2").tag, "UPDATE 1");
+    /* pgbench_history's columns are int4 too */
+    r = pg_query(s, &c, "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) "
+                        "VALUES (1, 1, 1, 4294967296, CURRENT_TIMESTAMP)");
+    ASSERT_STR_EQ(r.sqlstate, "22003");
+    ASSERT_STR_EQ(pg_query(s, &c, "select sum(abalance) from pgbench_accounts").value, "0");
+    ASSERT_STR_EQ(pg_query(s, &c, "select sum(tbalance) from pgbench_tellers").value, "0");
+    pg_session_free(s);
+    ASSERT_OK(pgdb_check(db, msg, sizeof msg));
+    srv_conn_free(&c);
+    pgdb_free(db);
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+/* redis: the keyspace hash is SipHash-1-3 (checked against the values of
+ * Python's hash(), SipHash-1-3 under an all-zero key with PYTHONHASHSEED=0)
+ * keyed per keyspace, so keys chosen to collide under an unkeyed hash
+ * spread over the table. */
+static void test_redis_hash(void)
+{
+    static const uint64_t zero[2] = {0, 0};
+    static const struct {
+        const char *s;
+        uint64_t h;
+    } vec[] = {
+        {"abc", UINT64_C(0xc03bc3a0042630f2)},
+        {"abcdefgh", UINT64_C(0x3f7b849c0b8e35ea)},
+        {"abcdefghijklmnop", UINT64_C(0x94f60d3d29e6a312)},
+        {"abcdefghijklmnopq", UINT64_C(0x61c47e6da27eaccc)},
+        {"hello world, this is", UINT64_C(0x06c40284f89d59c6)},
+    };
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+        ASSERT_EQ_U(rdb_siphash13(zero, vec[i].s, strlen(vec[i].s)), vec[i].h);
+    /* 256 keys whose FNV-1a hashes agree in their low 16 bits: under that
+     * hash all would share one shard and one chain */
+    struct rdb *db;
+    ASSERT_OK(rdb_create(&db));
+    struct srv_conn c = conn("redis");
+    char key[32], cmd[96];
+    int found = 0;
+    uint64_t want = fnv1a("flood:0", 7) & 0xffff;
+    for (long i = 0; found < 256; i++) {
+        int n = snprintf(key, sizeof key, "flood:%ld", i);
+        if ((fnv1a(key, (size_t)n) & 0xffff) != want) continue;
+        snprintf(cmd, sizeof cmd, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n", n, key);
+        ASSERT_STR_EQ(redis(db, &c, cmd, 0), "+OK\r\n");
+        found++;
+    }
+    ASSERT_STR_EQ(redis(db, &c, "DBSIZE\r\n", 0), ":256\r\n");
+    size_t longest = rdb_longest_chain(db);
+    printf("longest hash chain after 256 keys colliding under FNV-1a: %zu\n", longest);
+    ASSERT_LE(longest, 16);
+    srv_conn_free(&c);
+    rdb_free(db);
+}
+
+/* The output bound without sockets: 8,749 tbench requests for 69,995-byte
+ * replies (612 MB) in one 70 kB input hold at most the bound plus one reply. */
+static void test_output_bound(void)
+{
+    struct srv_conn c = conn("tbench");
+    c.out_max = 64 << 10;
+    enum { NREQ = 8749 };
+    char *in = malloc(NREQ * 8);
+    for (int i = 0; i < NREQ; i++) {
+        srv_put_be32(in + 8 * i, 4);
+        srv_put_be32(in + 8 * i + 4, 69995);
+    }
+    ASSERT_EQ(tbench_feed(&c, in, NREQ * 8), 0);
+    ASSERT_EQ_U(c.requests, NREQ);
+    ASSERT_LE(c.out_hwm, (64 << 10) + 4 + 69995);
+    free(in);
+    srv_conn_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -583,6 +703,7 @@ int main(int argc, char **argv)
     } parts[] = {
         {"tbench", test_tbench}, {"pgbench", test_pgbench}, {"redis", test_redis},
         {"http", test_http},     {"echo", test_echo},       {"garbage", test_garbage},
+        {"pg_overflow", test_pg_overflow}, {"redis_hash", test_redis_hash}, {"output_bound", test_output_bound},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

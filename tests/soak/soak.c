@@ -8,23 +8,23 @@
  *   mutex   64 fibers taking one mutex until the counter reaches 10^7, with
  *           an unprotected sum beside it that only the mutex keeps exact;
  *   sleep   10^6 sleeps of 0-50 us by 1000 fibers, each checked not to
- *           return early.
+ *           return early;
+ *   servers every server of servers/ with 10^6 well-behaved requests and
+ *           10^4 hostile connections of each kind (soak_servers.c), on the
+ *           live machine only.
  * Prints one line per workload with its counts and time. Exit status 1 at
  * the first wrong count (both values printed), 2 for bad usage.
  *
- *   soak [--scale PCT] [--policy NAME] [--topology live|SRC]
+ *   soak [--scale PCT] [--policy NAME] [--topology live|SRC] [--part primitives|servers]
  * --scale is a percentage (1 = the CTest run); USCHED_STRESS_SCALE (sanitizer
  * builds) shrinks it further. Without --policy every policy runs; without
  * --topology both the live machine and the virtual 2x6x2.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "soak.h"
 #include "test.h"
 #include "usched.h"
 
@@ -36,6 +36,8 @@
 #define MAX_SLEEP_NS 50000
 
 static double scale = 100; /* percent */
+static const char *part;    /* --part: "primitives" or "servers"; NULL both */
+const char *soak_label;
 
 /* TSan makes each spawn cost milliseconds and each message tens of
  * microseconds (measured at 1% with USCHED_STRESS_SCALE=10: 67 s for one
@@ -55,25 +57,6 @@ static long share(long total, int parts, int i)
 {
     return total / parts + (i < total % parts);
 }
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-#define CHECK_EQ(what, got, want)                                                  \
-    do {                                                                           \
-        uint64_t g_ = (uint64_t)(got), w_ = (uint64_t)(want);                      \
-        if (g_ != w_) {                                                            \
-            fprintf(stderr, "soak: %s: %s is %" PRIu64 ", expected %" PRIu64 "\n", \
-                    label, what, g_, w_);                                          \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
-
-static const char *label; /* "policy=... topology=..." of the current run */
 
 /* ---- chan ------------------------------------------------------------------------ */
 
@@ -118,13 +101,13 @@ static void soak_chan(usched_t *s)
         pairs[i] = (struct pair){.n = share(total, PAIRS, i), .id = i};
         ASSERT_OK(usched_chan_create(&pairs[i].ch, i % 2 ? 16 : 0));
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = soak_now_ns();
     for (int i = 0; i < PAIRS; i++) {
         ASSERT_OK(usched_spawn(s, &t[2 * i], receiver, &pairs[i]));
         ASSERT_OK(usched_spawn(s, &t[2 * i + 1], sender, &pairs[i]));
     }
     for (int i = 0; i < 2 * PAIRS; i++) ASSERT_OK(usched_join(t[i]));
-    double secs = (double)(now_ns() - t0) * 1e-9;
+    double secs = (double)(soak_now_ns() - t0) * 1e-9;
     uint64_t got = 0;
     for (int i = 0; i < PAIRS; i++) {
         CHECK_EQ("chan messages out of order or lost (pair flag)", pairs[i].bad, 0);
@@ -182,7 +165,7 @@ static void soak_spawn(usched_t *s)
     long total = sized(1e7);
     static struct spawner sp[SPAWNERS];
     usched_task_t *t[SPAWNERS];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = soak_now_ns();
     for (int i = 0; i < SPAWNERS; i++) {
         sp[i].n = share(total, SPAWNERS, i);
         atomic_store(&sp[i].ran, 0);
@@ -190,7 +173,7 @@ static void soak_spawn(usched_t *s)
         ASSERT_OK(usched_spawn(s, &t[i], spawner, &sp[i]));
     }
     for (int i = 0; i < SPAWNERS; i++) ASSERT_OK(usched_join(t[i]));
-    double secs = (double)(now_ns() - t0) * 1e-9;
+    double secs = (double)(soak_now_ns() - t0) * 1e-9;
     uint64_t ran = 0;
     for (int i = 0; i < SPAWNERS; i++) {
         uint64_t per = (uint64_t)sp[i].n;
@@ -237,10 +220,10 @@ static void soak_mutex(usched_t *s)
     atomic_store(&mx.took, 0);
     ASSERT_OK(usched_mutex_init(&mx.m));
     usched_task_t *t[LOCKERS];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = soak_now_ns();
     for (int i = 0; i < LOCKERS; i++) ASSERT_OK(usched_spawn(s, &t[i], locker, NULL));
     for (int i = 0; i < LOCKERS; i++) ASSERT_OK(usched_join(t[i]));
-    double secs = (double)(now_ns() - t0) * 1e-9;
+    double secs = (double)(soak_now_ns() - t0) * 1e-9;
     uint64_t n = (uint64_t)mx.target;
     CHECK_EQ("mutex counter", mx.counter, n);
     CHECK_EQ("mutex checksum", mx.sum, n * (n + 1) / 2);
@@ -264,9 +247,9 @@ static void sleeper(void *arg)
     for (long i = 0; i < z->n; i++) {
         z->rng = z->rng * 1103515245u + 12345u;
         uint64_t ns = (z->rng >> 8) % (MAX_SLEEP_NS + 1);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = soak_now_ns();
         ASSERT_OK(usched_sleep_ns(ns));
-        if (now_ns() - t0 < ns) z->early++;
+        if (soak_now_ns() - t0 < ns) z->early++;
         z->slept++;
         z->asked_ns += ns;
     }
@@ -277,13 +260,13 @@ static void soak_sleep(usched_t *s)
     long total = sized(1e6);
     static struct sleeper z[SLEEPERS];
     static usched_task_t *t[SLEEPERS];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = soak_now_ns();
     for (int i = 0; i < SLEEPERS; i++) {
         z[i] = (struct sleeper){.n = share(total, SLEEPERS, i), .rng = 0x9e3779b9u * (unsigned)(i + 1)};
         ASSERT_OK(usched_spawn(s, &t[i], sleeper, &z[i]));
     }
     for (int i = 0; i < SLEEPERS; i++) ASSERT_OK(usched_join(t[i]));
-    double secs = (double)(now_ns() - t0) * 1e-9;
+    double secs = (double)(soak_now_ns() - t0) * 1e-9;
     uint64_t slept = 0, asked = 0;
     for (int i = 0; i < SLEEPERS; i++) {
         CHECK_EQ("sleeps returning early", z[i].early, 0);
@@ -300,7 +283,7 @@ static void soak_sleep(usched_t *s)
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "soak: %s\nusage: soak [--scale PCT] [--policy NAME] [--topology live|SRC]\n", why);
+    fprintf(stderr, "soak: %s\nusage: soak [--scale PCT] [--policy NAME] [--topology live|SRC] [--part primitives|servers]\n", why);
     return 2;
 }
 
@@ -308,21 +291,26 @@ static void run(const char *policy, const char *topology)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "policy=%s topology=%s", policy, topology ? topology : "live");
-    label = buf;
+    soak_label = buf;
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_set(s, "policy", policy));
     if (topology) ASSERT_OK(usched_set(s, "topology", topology));
     ASSERT_OK(usched_start(s));
-    printf("%s (%d CPUs)\n", label, usched_ncpus(s));
+    printf("%s (%d CPUs)\n", soak_label, usched_ncpus(s));
     fflush(stdout);
-    uint64_t t0 = now_ns();
-    soak_chan(s);
-    soak_spawn(s);
-    soak_mutex(s);
-    soak_sleep(s);
+    uint64_t t0 = soak_now_ns();
+    if (!part || !strcmp(part, "primitives")) {
+        soak_chan(s);
+        soak_spawn(s);
+        soak_mutex(s);
+        soak_sleep(s);
+    }
+    /* the servers on the live machine only: over a virtual topology they
+     * would measure the emulation more than the servers */
+    if ((!part || !strcmp(part, "servers")) && !topology) soak_servers(s, sized(1e6), sized(1e4));
     ASSERT_OK(usched_destroy(s));
-    printf("  total  %.2f s\n", (double)(now_ns() - t0) * 1e-9);
+    printf("  total  %.2f s\n", (double)(soak_now_ns() - t0) * 1e-9);
     fflush(stdout);
 }
 
@@ -340,13 +328,18 @@ int main(int argc, char **argv)
             policy = argv[++i];
         } else if (!strcmp(argv[i], "--topology")) {
             topology = argv[++i];
+        } else if (!strcmp(argv[i], "--part")) {
+            part = argv[++i];
+            if (strcmp(part, "primitives") && strcmp(part, "servers"))
+                return usage("--part: 'primitives' or 'servers'");
         } else {
             return usage("unknown option");
         }
     }
-    printf("soak at %g%% (chan %ld, spawn %ld, mutex %ld, sleep %ld)\n", scale, sized(1e8),
-           sized(1e7), sized(1e7), sized(1e6));
-    uint64_t t0 = now_ns();
+    printf("soak at %g%% (chan %ld, spawn %ld, mutex %ld, sleep %ld; servers %ld requests and %ld hostile "
+           "connections of each kind per protocol)\n",
+           scale, sized(1e8), sized(1e7), sized(1e7), sized(1e6), sized(1e6), sized(1e4));
+    uint64_t t0 = soak_now_ns();
     const char *topologies[] = {NULL, VIRTUAL};
     int ntopo = 2;
     if (topology) {
@@ -354,12 +347,13 @@ int main(int argc, char **argv)
         ntopo = 1;
     }
     for (int k = 0; k < ntopo; k++) {
+        if (part && !strcmp(part, "servers") && topologies[k]) continue; /* the servers run live only */
         if (policy) {
             run(policy, topologies[k]);
             continue;
         }
         for (int p = 0; p < usched_policy_count(); p++) run(usched_policy_name(p), topologies[k]);
     }
-    printf("soak: all counts and checksums exact, %.1f s\n", (double)(now_ns() - t0) * 1e-9);
+    printf("soak: all counts and checksums exact, %.1f s\n", (double)(soak_now_ns() - t0) * 1e-9);
     return 0;
 }

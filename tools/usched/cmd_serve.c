@@ -1,6 +1,7 @@
 /*
  * usched serve PROTOCOL [--port N] [--host ADDR] [--scale N] [--policy P]
  *              [--knobs K] [--topology T] [--emulate] [--cpus LIST] [--duration SEC]
+ *              [--max-output BYTES] [--idle-timeout SEC] [--max-conns N]
  *
  * Runs one of the servers of servers/ on usched (a fiber per connection)
  * until SIGINT or SIGTERM, or for --duration seconds. Once the socket
@@ -47,6 +48,14 @@ static const char serve_usage[] =
     "                       (docs/emulation.md)\n"
     "  -c, --cpus LIST      run on these CPUs only ('0-3')\n"
     "  -d, --duration SEC   stop after SEC seconds\n"
+    "      --max-output BYTES  unsent output at which a connection is no longer read\n"
+    "                       until it has gone (default 262144)\n"
+    "      --idle-timeout SEC  close a connection that completes no request, or does not\n"
+    "                       read its replies, for SEC seconds (default 300; 0: never);\n"
+    "                       an open pgbench transaction rolls back\n"
+    "      --max-conns N    connections served at once (default 10000); more are refused\n"
+    "                       with the protocol's error (redis -ERR, PostgreSQL 53300,\n"
+    "                       HTTP 503)\n"
     "  -T, --trace FILE     write a trace to FILE when the server stops (docs/trace.md;\n"
     "                       read it with usched trace FILE)\n"
     "  -q, --quiet          no statistics at the end\n"
@@ -57,6 +66,8 @@ static const char serve_usage[] =
 #define serve_error(...) cli_usage_error("serve", "serve", __VA_ARGS__)
 #define parse_int(...) cli_parse_long("serve", "serve", __VA_ARGS__)
 
+enum { OPT_MAX_OUTPUT = 256, OPT_IDLE_TIMEOUT, OPT_MAX_CONNS };
+
 int cmd_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -66,6 +77,9 @@ int cmd_serve(int argc, char **argv)
         {"cpus", required_argument, NULL, 'c'},     {"duration", required_argument, NULL, 'd'},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
         {"emulate", no_argument, NULL, 'e'},        {"trace", required_argument, NULL, 'T'},
+        {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
         {NULL, 0, NULL, 0},
     };
     struct srv_opts so = {.port = -1};
@@ -102,6 +116,23 @@ int cmd_serve(int argc, char **argv)
                 return serve_error("--duration '%s': must be seconds in (0, 10000000]", optarg);
             break;
         }
+        case OPT_MAX_OUTPUT:
+            if (parse_int("--max-output", optarg, 1024, 1L << 30, &n)) return 2;
+            so.max_output = (size_t)n;
+            break;
+        case OPT_IDLE_TIMEOUT: {
+            char *end;
+            errno = 0;
+            double t = strtod(optarg, &end);
+            if (!*optarg || *end || errno == ERANGE || !(t >= 0 && t <= 1e6))
+                return serve_error("--idle-timeout '%s': must be seconds in [0, 1000000] (0: never)", optarg);
+            so.idle_timeout_ms = t == 0 ? -1 : t * 1000 < 1 ? 1 : (long)(t * 1000);
+            break;
+        }
+        case OPT_MAX_CONNS:
+            if (parse_int("--max-conns", optarg, 1, 1000000, &n)) return 2;
+            so.max_conns = (int)n;
+            break;
         case 'q': quiet = true; break;
         case 'h':
             fputs(serve_usage, stdout);
@@ -183,6 +214,12 @@ int cmd_serve(int argc, char **argv)
     if (!quiet) {
         printf("usched serve %s: %llu requests on %llu connections\n", name,
                (unsigned long long)srv_requests(v), (unsigned long long)srv_connections(v));
+        struct srv_stats st;
+        srv_stats(v, &st);
+        printf("usched serve %s: %llu refused, %llu timed out, %llu out of memory; most unsent output "
+               "%zu bytes, most buffer memory %zu bytes on one connection\n",
+               name, (unsigned long long)st.refused, (unsigned long long)st.timed_out,
+               (unsigned long long)st.failed, st.out_hwm, st.buf_hwm);
         usched_stats_print(s, stdout);
     }
     srv_free(v);
