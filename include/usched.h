@@ -101,8 +101,11 @@ int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *
  * destroyed before the fiber ran to completion. */
 int usched_join(usched_task_t *t);
 
-/* Lets other runnable fibers of this CPU run. Outside a fiber it calls
- * sched_yield(). */
+/* Lets other runnable fibers of this CPU run. With none queued the fiber
+ * runs on at once, and now and then (every 8th to 1024th such yield) such a
+ * yield first fires due timers and polls I/O without blocking, so that a
+ * fiber yielding in a loop while it waits for another fiber's sleep or read
+ * lets that one wake and run. Outside a fiber it calls sched_yield(). */
 void usched_yield(void);
 
 /* CPU of the calling fiber (dense usched number), -1 outside a fiber. */
