@@ -180,7 +180,7 @@ struct usched__wk {
     void *post_arg;
     uint32_t tick;
     uint32_t tpoll;                      /* timer poll counter */
-    uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_poll) */
+    uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
     uint32_t rng;
     uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */

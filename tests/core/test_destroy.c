@@ -2,13 +2,15 @@
  * Shutdown: destroy waits for running fibers; fibers blocked forever are
  * detected (-EDEADLK, never a hang) and outside joiners of them get
  * -ECANCELED. Destroy waits for a fiber parked on an offloaded call (the
- * pool thread will wake it), and a wake-up that an outside thread sends
+ * pool thread will wake it) and for one blocked on a descriptor (the peer
+ * writes long after the deadlock check would have fired), and a wake-up that an outside thread sends
  * after destroy gave a fiber up for blocked forever touches no freed memory
  * (under ASan the old code showed both as a use-after-free).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -78,19 +80,44 @@ static void offloader(void *arg)
     atomic_store(&offload_returned, 1);
 }
 
-/* Waits (bounded, failing with a message) until the offloaded fiber has
- * parked and every worker of s with it. */
-static void wait_quiescent(usched_t *s)
+/* Waits (bounded, failing with a message) until the fiber has parked, and
+ * every worker of s with it, in state `parked` or `last` (the I/O poller). */
+static void wait_quiescent(usched_t *s, uint32_t last)
 {
     double deadline = test_now() + 30.0;
     for (;;) {
-        bool parked = usched__offload_threads() > 0;
-        for (int c = 0; c < s->ncpus && parked; c++)
-            parked = atomic_load(&s->wk[c]->state) == WK_PARKED;
+        bool parked = true;
+        for (int c = 0; c < s->ncpus && parked; c++) {
+            uint32_t st = atomic_load(&s->wk[c]->state);
+            parked = st == WK_PARKED || st == last;
+        }
         if (parked) return;
-        if (test_now() > deadline) TEST_FAIL_("the offloading fiber did not park within 30 s");
+        if (test_now() > deadline) TEST_FAIL_("the fiber and the workers did not park within 30 s");
         usleep(1000);
     }
+}
+
+/* A fiber blocked on a descriptor; a thread writes to its peer once
+ * destroy has been waiting several times as long as the deadlock check's
+ * quiet rounds (a delay that makes the check meaningful, not a result). */
+static int sv[2];
+static _Atomic int read_got;
+
+static void fd_reader(void *arg)
+{
+    (void)arg;
+    char c = 0;
+    ASSERT_EQ(usched_read(sv[0], &c, 1, USCHED_FOREVER), 1);
+    atomic_store(&read_got, c);
+}
+
+static void *late_writer(void *arg)
+{
+    usched_t *s = arg;
+    while (!atomic_load(&s->nwaiting)) usleep(1000); /* destroy is waiting */
+    usleep(600 * 1000);
+    ASSERT_EQ(write(sv[1], "x", 1), 1);
+    return NULL;
 }
 
 /* An outside waker: a fiber waits on a channel that a plain thread sends on
@@ -130,10 +157,27 @@ int main(void)
     ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
     ASSERT_OK(usched_start(s));
     ASSERT_OK(usched_spawn(s, NULL, offloader, NULL));
-    wait_quiescent(s);
+    while (usched__offload_threads() == 0) usleep(1000); /* the offload has begun */
+    wait_quiescent(s, WK_PARKED);
     ASSERT_OK(usched_destroy(s));
     int offload_done = atomic_load(&offload_returned);
     ASSERT_EQ(offload_done, 1);
+
+    /* Destroy waits for a fiber blocked on a descriptor. */
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
+    ASSERT_OK(usched_start(s));
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    ASSERT_OK(usched_spawn(s, NULL, fd_reader, NULL));
+    wait_quiescent(s, WK_PARKED_POLL);
+    pthread_t wt;
+    pthread_create(&wt, NULL, late_writer, s);
+    ASSERT_OK(usched_destroy(s));
+    pthread_join(wt, NULL);
+    int got = atomic_load(&read_got);
+    ASSERT_EQ(got, 'x');
+    ASSERT_OK(usched_close(sv[0]));
+    ASSERT_OK(close(sv[1]));
 
     /* A late outside wake-up of a fiber given up for blocked forever. */
     usched_chan_t *c;
