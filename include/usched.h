@@ -101,8 +101,11 @@ int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *
  * destroyed before the fiber ran to completion. */
 int usched_join(usched_task_t *t);
 
-/* Lets other runnable fibers of this CPU run. Outside a fiber it calls
- * sched_yield(). */
+/* Lets other runnable fibers of this CPU run. With none queued the fiber
+ * runs on at once, and now and then (every 8th to 1024th such yield) such a
+ * yield first fires due timers and polls I/O without blocking, so that a
+ * fiber yielding in a loop while it waits for another fiber's sleep or read
+ * lets that one wake and run. Outside a fiber it calls sched_yield(). */
 void usched_yield(void);
 
 /* CPU of the calling fiber (dense usched number), -1 outside a fiber. */
@@ -118,8 +121,20 @@ uint64_t usched_self_id(void);
  * -EDEADLK when called from a fiber of the same scheduler. */
 int usched_wait(usched_t *s);
 
-/* Stops the workers and frees everything. Waits for running fibers first;
- * joiners of fibers that never completed get -ECANCELED. */
+/* Waits for every fiber to finish, stops the workers and frees everything.
+ * It waits as long as a fiber may still be woken: one that runs, is queued,
+ * sleeps (a timer is armed), waits for a descriptor (usched_read and the
+ * other I/O calls: close the descriptor with usched_close, or have the peer
+ * write or shut down, to end that wait) or for an offloaded call (until the
+ * call returns). When every fiber left is blocked with none of these to
+ * wake it (a channel, mutex or join that nothing inside the scheduler will
+ * complete) it returns -EDEADLK after about 150 ms of quiet: outside joiners
+ * of those fibers get -ECANCELED, the workers stop, and the scheduler's
+ * memory and the fibers' stacks are kept for the life of the process, so
+ * that a wake-up sent later by another thread (a channel send) reads valid
+ * memory; that fiber never runs. Destroy cannot see such a thread: finish
+ * what outside threads will do for fibers before calling it. -EDEADLK also
+ * when called from a fiber of the same scheduler (nothing done then). */
 int usched_destroy(usched_t *s);
 
 /* ---- errors and statistics ---------------------------------------------- */
@@ -354,9 +369,12 @@ int usched_close(int fd);
 /* Runs fn(arg) on a thread of the offload pool while the calling fiber parks
  * and its CPU runs other fibers: for blocking calls without readiness
  * (regular files, getaddrinfo, fsync, a library that blocks). The pool grows
- * on demand up to the offload_max knob and shrinks when idle. Outside a
- * fiber, calls fn(arg) directly. -EINVAL for a NULL fn, -EAGAIN if no pool
- * thread could be created. */
+ * on demand up to the offload_max knob and shrinks when idle; a job waits
+ * for a busy thread when the bound is reached or a new thread cannot be
+ * made, and is never left without one. usched_destroy waits for calls in
+ * flight. Outside a fiber, calls fn(arg) directly. -EINVAL for a NULL fn,
+ * -EAGAIN or -ENOMEM if the pool has no thread and none could be created
+ * (fn was not called). */
 int usched_offload(void (*fn)(void *), void *arg);
 
 /* ---- policies and knobs ---------------------------------------------------- */

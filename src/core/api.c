@@ -383,6 +383,26 @@ USCHED_EXPORT int usched_wait(usched_t *s)
     return 0;
 }
 
+/*
+ * Schedulers destroyed with fibers blocked forever. Such a fiber still
+ * points at its scheduler, and a thread the scheduler cannot see (a plain
+ * thread that sends on a channel later) may still wake it: the wake-up
+ * reads the scheduler, its workers, topology and policy. So destroy stops
+ * the workers and writes the trace but frees none of that; the scheduler
+ * stays here, reachable, for the life of the process, and a late wake-up
+ * queues the fiber where no worker will run it.
+ */
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static usched_t *retired; /* under retired_lock, linked by retired_next */
+
+static void retire(usched_t *s)
+{
+    pthread_mutex_lock(&retired_lock);
+    s->retired_next = retired;
+    retired = s;
+    pthread_mutex_unlock(&retired_lock);
+}
+
 USCHED_EXPORT int usched_destroy(usched_t *s)
 {
     if (!s) return usched__error(EINVAL, "destroy: scheduler is NULL");
@@ -390,10 +410,11 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
     if (self && self->s == s) return usched__error(EDEADLK, "destroy: called from a fiber of the same scheduler");
     int rc = 0;
     if (atomic_load(&s->started)) {
-        if (usched__wait_live(s, true) == -EDEADLK) {
+        bool deadlock = usched__wait_live(s, true) == -EDEADLK;
+        if (deadlock) {
             unsigned long long n = (unsigned long long)atomic_load(&s->live);
-            fprintf(stderr, "usched: destroy: %llu fiber%s blocked forever; their stacks are not reclaimed\n",
-                    n, n == 1 ? "" : "s");
+            fprintf(stderr, "usched: destroy: %llu fiber%s blocked forever; the scheduler's memory and "
+                    "their stacks are not reclaimed\n", n, n == 1 ? "" : "s");
             rc = usched__error(EDEADLK, "destroy: %llu fibers were blocked forever", n);
             usched__cancel_owaiters(s);
         }
@@ -403,6 +424,11 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
         usched__wk_kick_all(s);
         for (int c = 0; c < s->ncpus; c++)
             if (s->wk[c]->thread_started) pthread_join(s->wk[c]->thread, NULL);
+        if (deadlock) {
+            usched__trace_stop(s); /* its error, if any, is on stderr; -EDEADLK says more */
+            retire(s);
+            return rc;
+        }
         if (s->ops->exit) s->ops->exit(&s->pol);
         usched__io_fini(s); /* I/O: the poller, once no worker polls */
         int trc = usched__trace_stop(s); /* writes the trace, once no worker records */

@@ -180,6 +180,7 @@ struct usched__wk {
     void *post_arg;
     uint32_t tick;
     uint32_t tpoll;                      /* timer poll counter */
+    uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
     uint32_t rng;
     uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */
@@ -272,9 +273,15 @@ struct usched {
     _Atomic uint64_t live __attribute__((aligned(64)));
     _Atomic uint32_t live_seq;  /* futex: bumped when live drops to 0 */
     _Atomic uint32_t nwaiting;  /* outside threads in usched_wait */
+    /* Fibers parked on work outside the workers that will wake them: offload
+     * jobs in flight (src/io/offload.c, O1-O5). Any thread adds before the
+     * fiber parks; the waker subtracts (release) after its wake-up, which
+     * the deadlock check reads with acquire (fiber.c, usched__wait_live). */
+    _Atomic uint32_t outside_wakers;
     _Atomic uint64_t next_id_block;
 
     pthread_mutex_t lock; /* owaiters, warnings */
+    struct usched *retired_next; /* the list of schedulers kept after a deadlock (api.c) */
     struct usched__owaiter *owaiters;
     int warned_fallback;
     usched__stats_t outside_stats; /* outside threads: atomic adds */

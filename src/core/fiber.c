@@ -399,9 +399,17 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     return result;
 }
 
-/* Outside thread: waits until no fiber is alive, or until the scheduler is
- * quiescent (every worker parked, nothing queued, no timers) with fibers
- * still blocked - those can never finish. Returns 0 or -EDEADLK. */
+/* Outside thread: waits until no fiber is alive, or (detect_deadlock) until
+ * the scheduler is quiescent with fibers still blocked - those can never
+ * finish. Quiescent, three times in a row 50 ms apart: no fiber has a
+ * wake-up coming from outside the workers (outside_wakers: an offloaded
+ * call in flight, whose pool thread will wake it however long it takes),
+ * every worker parked on its futex (one blocked in the I/O poller,
+ * PARKED_POLL, is not: a fiber waits for a descriptor), nothing queued, no
+ * timer armed. outside_wakers is read first: a waker subtracts only after
+ * its wake-up (release), so a 0 read with acquire shows that wake-up's
+ * queued fiber and woken worker to the loads after it. Returns 0 or
+ * -EDEADLK. */
 int usched__wait_live(usched_t *s, bool detect_deadlock)
 {
     atomic_fetch_add(&s->nwaiting, 1);
@@ -412,7 +420,8 @@ int usched__wait_live(usched_t *s, bool detect_deadlock)
         struct timespec ts = {0, 50 * 1000 * 1000};
         usched__futex(&s->live_seq, FUTEX_WAIT, seq, &ts);
         if (!detect_deadlock || atomic_load(&s->live) == 0) continue;
-        bool all_parked = atomic_load(&s->gq_n) == 0;
+        bool all_parked = atomic_load_explicit(&s->outside_wakers, memory_order_acquire) == 0 &&
+                          atomic_load(&s->gq_n) == 0;
         for (int c = 0; c < s->ncpus && all_parked; c++) {
             struct usched__wk *w = s->wk[c];
             if (atomic_load(&w->state) != WK_PARKED || usched__timers_pending(&w->timers) ||

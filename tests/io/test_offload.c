@@ -3,10 +3,19 @@
  * them in parallel (the pool grows on demand), a fiber on the same CPU keeps
  * running meanwhile, offloaded calls never run on a worker thread, the
  * offload_max knob bounds the pool, and idle threads exit after
- * offload_idle_ms.
+ * offload_idle_ms. Then the shrink race: with offload_idle_ms=1 and a job
+ * about every millisecond, an idle thread times out about when the next job
+ * is announced; it must never leave that job without a thread (a watchdog
+ * fails the test instead of a hang). The same window made certain: a
+ * policy's `stopping` callback, which runs between the announcement and the
+ * queuing of the job, waits there until the idle thread has had time to
+ * time out. Last, an injected failure of each
+ * allocation the pool makes gives a clean error or a job run anyway.
  */
 #include <time.h>
 
+#include "base/fault.h"
+#include "usched/policy.h"
 #include "io/io_impl.h"
 #include "io_test.h"
 
@@ -65,6 +74,165 @@ static double burst(int n, struct job *jobs)
     return test_now() - t0;
 }
 
+static void noop(void *arg)
+{
+    (void)arg;
+}
+
+/* Jobs one after another, about 1 ms apart (0.8 to 1.2 ms in 10 us steps,
+ * so that the gap sweeps across the pool threads' 1 ms idle timeout). */
+#define RACE_LOOPS 4
+static _Atomic long race_jobs;
+
+static void race_loop(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++) {
+        ASSERT_OK(usched_offload(noop, NULL));
+        atomic_fetch_add(&race_jobs, 1);
+        ASSERT_OK(usched_sleep_ns(800000 + (uint64_t)(i % 41) * 10000));
+    }
+}
+
+static void shrink_race(void)
+{
+    ASSERT_OK(usched_set(s, "knobs", "offload_idle_ms=1,offload_max=64"));
+    long n = test_scale(2000);
+    atomic_store(&race_jobs, 0);
+    struct io_watchdog wd;
+    io_watchdog_start(&wd, &race_jobs, 10, "offload shrink race", s);
+    usched_task_t *t[RACE_LOOPS];
+    for (int i = 0; i < RACE_LOOPS; i++)
+        ASSERT_OK(usched_spawn_on(s, &t[i], i % usched_ncpus(s), race_loop, (void *)(intptr_t)n));
+    for (int i = 0; i < RACE_LOOPS; i++) ASSERT_OK(usched_join(t[i]));
+    io_watchdog_stop(&wd);
+    ASSERT_EQ(atomic_load(&race_jobs), RACE_LOOPS * n);
+    printf("shrink race: %d x %ld jobs 1 ms apart with offload_idle_ms=1, none lost\n", RACE_LOOPS, n);
+}
+
+/* The window held open. The fiber sets slow_submit just before it offloads;
+ * the policy's stopping callback for that block (on the fiber's worker,
+ * after the job was announced and before it is queued) waits until the pool
+ * has no thread left, or 25 idle timeouts. */
+static _Atomic int slow_submit;
+
+static void slow_stopping(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev)
+{
+    (void)ctx;
+    if ((ev->flags & USCHED_EV_RUNNABLE) || !atomic_exchange(&slow_submit, 0)) return;
+    for (int ms = 0; ms < 25 * 20 && usched__offload_threads() > 0; ms++) usleep(1000);
+}
+
+static const struct usched_ops slow_submit_ops = {
+    .name = "test_slow_submit",
+    .brief = "the core's placement; a block's stopping waits for the offload pool to shrink",
+    .stopping = slow_stopping,
+};
+
+static void window_loop(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++) {
+        ASSERT_OK(usched_offload(noop, NULL)); /* the pool has a thread, now idle */
+        atomic_store(&slow_submit, 1);
+        ASSERT_OK(usched_offload(noop, NULL)); /* announced to the idle thread */
+        atomic_fetch_add(&race_jobs, 1);
+    }
+}
+
+static void shrink_window(void)
+{
+    usched_t *s2;
+    ASSERT_OK(usched_policy_register(&slow_submit_ops));
+    ASSERT_OK(usched_create(&s2));
+    ASSERT_OK(usched_set(s2, "policy", "test_slow_submit"));
+    ASSERT_OK(usched_set(s2, "topology", "pack:1 core:1 pu:1"));
+    ASSERT_OK(usched_set(s2, "knobs", "offload_idle_ms=20"));
+    ASSERT_OK(usched_start(s2));
+    long n = 5;
+    atomic_store(&race_jobs, 0);
+    struct io_watchdog wd;
+    io_watchdog_start(&wd, &race_jobs, 10, "offload shrink window", s2);
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(s2, &t, window_loop, (void *)(intptr_t)n));
+    ASSERT_OK(usched_join(t));
+    io_watchdog_stop(&wd);
+    ASSERT_EQ(atomic_load(&race_jobs), n);
+    ASSERT_OK(usched_destroy(s2));
+    printf("shrink window: %ld jobs announced to a thread about to time out, none lost\n", n);
+}
+
+/* Allocation failure: the pool's one allocation is a new thread (its stack). */
+static _Atomic int holding;
+static int fault_rc = 1;
+
+static _Atomic long hold_until_injected; /* hold returns once this many failures were injected */
+
+static void hold(void *arg)
+{
+    (void)arg;
+    atomic_store(&holding, 1);
+    while (usched__fault_injected() < atomic_load(&hold_until_injected)) usleep(1000);
+}
+
+static void holder(void *arg)
+{
+    (void)arg;
+    ASSERT_OK(usched_offload(hold, NULL));
+}
+
+static void fault_offloader(void *arg)
+{
+    (void)arg;
+    usched__fault_arm(1);
+    fault_rc = usched_offload(noop, NULL);
+    long pending = usched__fault_pending();
+    usched__fault_arm(0);
+    ASSERT_EQ(pending, 0); /* the failure was injected inside the offload */
+}
+
+static int offload_with_fault(void)
+{
+    usched_task_t *t;
+    fault_rc = 1;
+    ASSERT_OK(usched_spawn_on(s, &t, 0, fault_offloader, NULL));
+    ASSERT_OK(usched_join(t));
+    return fault_rc;
+}
+
+static void fault_injection(void)
+{
+    /* No pool thread, and none can be made: a clean -ENOMEM. */
+    ASSERT_OK(usched_set(s, "knobs", "offload_idle_ms=1"));
+    for (int i = 0; i < 30000 && usched__offload_threads() > 0; i++) usleep(1000);
+    ASSERT_EQ(usched__offload_threads(), 0);
+    long injected = usched__fault_injected();
+    ASSERT_EQ(offload_with_fault(), -ENOMEM);
+    ASSERT_EQ(usched__fault_injected(), injected + 1);
+    ASSERT_EQ(usched__offload_threads(), 0);
+
+    /* One thread busy (until the failure below is injected), a new one
+     * cannot be made: the job waits for the busy one and runs (0), never
+     * lost. */
+    ASSERT_OK(usched_set(s, "knobs", "offload_idle_ms=10000"));
+    atomic_store(&hold_until_injected, injected + 2);
+    usched_task_t *h;
+    ASSERT_OK(usched_spawn_on(s, &h, 0, holder, NULL));
+    for (int i = 0; i < 30000 && !atomic_load(&holding); i++) usleep(1000);
+    ASSERT_EQ(atomic_load(&holding), 1);
+    ASSERT_EQ(usched__offload_threads(), 1);
+    ASSERT_EQ(offload_with_fault(), 0);
+    ASSERT_EQ(usched__fault_injected(), injected + 2);
+    ASSERT_OK(usched_join(h));
+
+    /* And the pool works again afterwards. */
+    struct job j = {0};
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn_on(s, &t, 0, offloader, &j));
+    ASSERT_OK(usched_join(t));
+    printf("fault injection: -ENOMEM without a thread, the job run with one\n");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -104,7 +272,12 @@ int main(void)
 
     atomic_store(&stop, 1);
     ASSERT_OK(usched_join(tk));
+    atomic_store(&ticking, 0);
+
+    shrink_race();
+    fault_injection();
     ASSERT_OK(usched_destroy(s));
+    shrink_window();
     printf("ok\n");
     return 0;
 }
