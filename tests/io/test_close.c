@@ -7,7 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "io/io_impl.h"
+#include "io_internal.h"
 #include "io_test.h"
 
 static usched_t *s;
@@ -32,18 +32,9 @@ static void writer(void *arg)
     ASSERT(n == -EBADF || n > 0); /* a count if some bytes went first */
 }
 
-static int waiters(int fd, int dir)
-{
-    struct usched__pd *pd = usched__pd_get(fd);
-    usched__pd_lock(pd);
-    int n = (int)usched__wq_len(&pd->q[dir]);
-    usched__pd_unlock(pd);
-    return n;
-}
-
 static void wait_queued(int fd, int dir, int n)
 {
-    while (waiters(fd, dir) < n) usched_sleep_ns(1000000);
+    while (io_waiters(fd, dir) < n) usched_sleep_ns(1000000);
 }
 
 static void closer(void *arg)
@@ -121,7 +112,7 @@ static void stale(void *arg)
     usched__pd_ready(pd, old, EPOLLIN); /* the event of the closed incarnation */
     ASSERT_EQ(io_stat(s, "io_stale"), stale0 + 1);
     usched_sleep_ns(10000000);
-    ASSERT_EQ(waiters(sv[0], IO_RD), 1); /* still waiting: nobody was woken */
+    ASSERT_EQ(io_waiters(sv[0], IO_RD), 1); /* still waiting: nobody was woken */
     ASSERT_OK(usched_close(sv[0])); /* the reader expects -EBADF */
     ASSERT_OK(usched_join(r));
     ASSERT_OK(usched_close(sv[1]));
