@@ -100,10 +100,10 @@ static int ready_now(int fd, short events)
     return k ? 0 : -EAGAIN;
 }
 
-/* One non-blocking attempt: a count, 0, or a negative errno (-EAGAIN to
- * wait). */
 static size_t op_len(const struct req *r);
 
+/* One non-blocking attempt: a count, 0, or a negative errno (-EAGAIN to
+ * wait). */
 static ssize_t sys_once(struct usched__pd *pd, int fd, struct req *r)
 {
     ssize_t n;
@@ -214,8 +214,6 @@ static uint64_t deadline_of(uint64_t timeout_ns)
     return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
-/* One call: the syscall, waiting on EAGAIN until it succeeds, fails, the
- * deadline passes (nowait: only tries) or the fd is closed. */
 /* Whether a call that moved n bytes proved the fd drained in its direction
  * (fd.c, "Drained"); only such calls record the mark and only they use it. */
 static bool may_drain(const struct usched__pd *pd, const struct req *r)
