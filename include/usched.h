@@ -327,12 +327,17 @@ int usched_wg_wait(usched_wg_t *w);
  * fd for the next call. Called from a plain thread (not a fiber), each call
  * blocks that thread, with the same results.
  *
- * usched makes every fd it is given non-blocking on first use. An fd used
- * with these calls must be closed with usched_close (as Go's os.File is
- * closed through the runtime), so that waiters are woken and a reused fd
- * number starts afresh; fds returned by usched_accept and usched_socket
- * start afresh in any case. An fd is watched by the poller of the scheduler
- * whose fiber first waited on it.
+ * usched changes no flag of an fd it did not create (the flags are shared
+ * with every copy of the fd: stdin with the shell...): other sockets are
+ * used with MSG_DONTWAIT, other blocking pipes, ttys and devices are polled
+ * before each call, which then moves at most PIPE_BUF bytes; only
+ * usched_accept and usched_connect set O_NONBLOCK on the socket they are
+ * given (docs/io.md). An fd used with these calls must be closed with
+ * usched_close (as Go's os.File is closed through the runtime), so that
+ * waiters are woken and a reused fd number starts afresh; fds returned by
+ * usched_accept and usched_socket start afresh in any case. An fd is
+ * watched by the poller of the scheduler whose fiber first waited on it,
+ * made on the first wait (-EMFILE/-ENOMEM if it cannot be).
  */
 #define USCHED_FOREVER UINT64_MAX
 
@@ -355,7 +360,9 @@ ssize_t usched_sendto(int fd, const void *buf, size_t len, int flags, const stru
  * and addrlen may be NULL. */
 int usched_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, uint64_t timeout_ns);
 /* Connects fd; 0 once connected, the connection's error (-ECONNREFUSED...)
- * otherwise. After -ETIMEDOUT the socket is left half-connected: close it. */
+ * otherwise. After -ETIMEDOUT the socket is left half-connected: close it.
+ * With timeout 0, as connect(2): -EINPROGRESS, then usched_poll_fd(POLLOUT)
+ * and SO_ERROR give the result; -EAGAIN on a full UNIX backlog. */
 int usched_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t timeout_ns);
 /* A socket(2) that is non-blocking and close-on-exec. */
 int usched_socket(int domain, int type, int protocol);
@@ -364,7 +371,8 @@ int usched_socket(int domain, int type, int protocol);
  * none is. */
 int usched_poll_fd(int fd, short events, uint64_t timeout_ns);
 /* Fibers blocked on fd return -EBADF promptly (outside threads within
- * 10 ms); then the fd is closed. Returns close(2)'s result. */
+ * 10 ms); then the fd is closed. A call that starts meanwhile fails with
+ * -EBADF. Returns close(2)'s result. */
 int usched_close(int fd);
 /* Runs fn(arg) on a thread of the offload pool while the calling fiber parks
  * and its CPU runs other fibers: for blocking calls without readiness

@@ -1,8 +1,14 @@
 /*
- * The public I/O calls. Each one tries its syscall on the non-blocking fd
- * first and waits for readiness only on EAGAIN (or, after a short read, when
- * the fd is known to be drained): a ready fd costs one syscall and no
- * poller round trip. Regular files go to the offload pool from fibers.
+ * The public I/O calls. Each one tries its syscall without blocking first
+ * and waits for readiness only on EAGAIN (or when the fd is known to be
+ * drained, fd.c): a ready fd costs one syscall and no poller round trip.
+ * Regular files go to the offload pool from fibers.
+ *
+ * Without blocking: on an fd with O_NONBLOCK (usched_socket, usched_accept,
+ * or one that came so); on other sockets with MSG_DONTWAIT, leaving the
+ * shared file description as it was; on other blocking fds (pipes, ttys,
+ * devices usched did not create) after a poll(2) that found them ready,
+ * writes capped at PIPE_BUF, which a ready pipe takes without blocking.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +30,9 @@
  * (connect(2) on a UNIX socket whose listener's backlog is full). */
 #define RETRY_LATER (-4096)
 #define RETRY_LATER_NS 1000000
+/* The most a read or write moves in one call (Linux's MAX_RW_COUNT): a
+ * larger call is cut short with room or data left. */
+#define RW_MAX 0x7ffff000ul
 
 enum { OP_READ, OP_READV, OP_RECV, OP_RECVFROM, OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO,
        OP_ACCEPT, OP_CONNECT, OP_POLL };
@@ -48,30 +57,29 @@ struct req {
 };
 
 /* SIGPIPE: sockets write with MSG_NOSIGNAL; other fds (pipes) write with
- * SIGPIPE blocked - for good on workers, around the call on outside threads
- * (where a SIGPIPE raised by the call is consumed before unblocking). */
-static USCHED_TLS int sigpipe_blocked;
-
-static ssize_t write_nosig(int fd, struct req *r, const struct iovec *iov, int cnt)
+ * SIGPIPE blocked around the call, and a SIGPIPE the call raised is consumed
+ * before unblocking. Blocking it for good on the workers would save the
+ * three syscalls, but the mask is inherited by every process a fiber starts
+ * (fork, posix_spawn, system) and kept across exec. */
+static ssize_t write_nosig(int fd, struct req *r, const struct iovec *iov, int cnt, size_t cap)
 {
-    if (sigpipe_blocked || usched__self_wk()) {
-        if (!sigpipe_blocked) {
-            sigset_t set;
-            sigemptyset(&set);
-            sigaddset(&set, SIGPIPE);
-            pthread_sigmask(SIG_BLOCK, &set, NULL);
-            sigpipe_blocked = 1;
-        }
-        ssize_t n = r->op == OP_WRITE ? write(fd, r->buf, r->len) : writev(fd, iov, cnt);
-        return n < 0 ? -errno : n;
-    }
     sigset_t set, old, pending;
     sigemptyset(&set);
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     sigpending(&pending);
     int was_pending = sigismember(&pending, SIGPIPE);
-    ssize_t n = r->op == OP_WRITE ? write(fd, r->buf, r->len) : writev(fd, iov, cnt);
+    ssize_t n;
+    if (r->op == OP_WRITE) {
+        n = write(fd, r->buf, r->len < cap ? r->len : cap);
+    } else if (cap < SIZE_MAX) {
+        struct iovec one = {NULL, 0}; /* the first non-empty entry, capped */
+        for (int i = 0; i < cnt && !one.iov_len; i++) one = iov[i];
+        if (one.iov_len > cap) one.iov_len = cap;
+        n = writev(fd, &one, 1);
+    } else {
+        n = writev(fd, iov, cnt);
+    }
     int err = n < 0 ? errno : 0;
     if (err == EPIPE && !was_pending && !sigismember(&old, SIGPIPE)) {
         struct timespec zero = {0, 0};
@@ -81,31 +89,61 @@ static ssize_t write_nosig(int fd, struct req *r, const struct iovec *iov, int c
     return err ? -err : n;
 }
 
+/* pd->pollfirst: 0 if fd is ready for the call's direction (it then cannot
+ * block), -EAGAIN if not, -EBADF if it is not open. */
+static int ready_now(int fd, short events)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    int k = poll(&p, 1, 0);
+    if (k < 0) return -errno;
+    if (p.revents & POLLNVAL) return -EBADF;
+    return k ? 0 : -EAGAIN;
+}
+
+static size_t op_len(const struct req *r);
+
 /* One non-blocking attempt: a count, 0, or a negative errno (-EAGAIN to
  * wait). */
 static ssize_t sys_once(struct usched__pd *pd, int fd, struct req *r)
 {
     ssize_t n;
+    /* (The other calls are for sockets only: on a pipe they fail at once.) */
+    if (pd->pollfirst && (r->op == OP_READ || r->op == OP_READV || r->op == OP_WRITE || r->op == OP_WRITEV) &&
+        op_len(r)) {
+        int rc = ready_now(fd, r->op == OP_READ || r->op == OP_READV ? POLLIN : POLLOUT);
+        if (rc < 0) return rc;
+    }
     switch (r->op) {
-    case OP_READ: n = read(fd, r->buf, r->len); break;
-    case OP_READV: n = readv(fd, r->iov, r->iovcnt); break;
-    case OP_RECV: n = recv(fd, r->buf, r->len, r->flags); break;
-    case OP_RECVFROM: n = recvfrom(fd, r->buf, r->len, r->flags, r->addr, r->addrlen); break;
+    case OP_READ:
+        n = pd->sock ? recv(fd, r->buf, r->len, MSG_DONTWAIT) : read(fd, r->buf, r->len);
+        break;
+    case OP_READV:
+        if (pd->sock) {
+            struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
+            n = recvmsg(fd, &m, MSG_DONTWAIT);
+        } else {
+            n = readv(fd, r->iov, r->iovcnt);
+        }
+        break;
+    case OP_RECV: n = recv(fd, r->buf, r->len, r->flags | MSG_DONTWAIT); break;
+    case OP_RECVFROM:
+        n = recvfrom(fd, r->buf, r->len, r->flags | MSG_DONTWAIT, r->addr, r->addrlen);
+        break;
     case OP_WRITE:
     case OP_WRITEV:
         if (pd->sock) {
             if (r->op == OP_WRITE) {
-                n = send(fd, r->buf, r->len, MSG_NOSIGNAL);
+                n = send(fd, r->buf, r->len, MSG_NOSIGNAL | MSG_DONTWAIT);
             } else {
                 struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
-                n = sendmsg(fd, &m, MSG_NOSIGNAL);
+                n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
             }
             break;
         }
-        return write_nosig(fd, r, r->iov, r->iovcnt);
-    case OP_SEND: n = send(fd, r->buf, r->len, r->flags | MSG_NOSIGNAL); break;
+        return write_nosig(fd, r, r->iov, r->iovcnt, pd->pollfirst ? PIPE_BUF : SIZE_MAX);
+    case OP_SEND: n = send(fd, r->buf, r->len, r->flags | MSG_NOSIGNAL | MSG_DONTWAIT); break;
     case OP_SENDTO:
-        n = sendto(fd, r->buf, r->len, r->flags | MSG_NOSIGNAL, r->caddr, r->caddrlen);
+        n = sendto(fd, r->buf, r->len, r->flags | MSG_NOSIGNAL | MSG_DONTWAIT, r->caddr, r->caddrlen);
         break;
     case OP_ACCEPT:
         n = accept4(fd, r->addr, r->addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -176,6 +214,19 @@ static uint64_t deadline_of(uint64_t timeout_ns)
     return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
+/* Whether a call that moved n bytes proved the fd drained in its direction
+ * (fd.c, "Drained"); only such calls record the mark and only they use it. */
+static bool may_drain(const struct usched__pd *pd, const struct req *r)
+{
+    switch (r->op) {
+    case OP_READ: case OP_READV: return pd->tcp;
+    case OP_RECV: return pd->tcp && r->flags == 0;
+    case OP_WRITE: case OP_WRITEV: return pd->stream && !pd->pollfirst;
+    case OP_SEND: return pd->stream && r->flags == 0;
+    default: return false;
+    }
+}
+
 /* One call: the syscall, waiting on EAGAIN until it succeeds, fails, the
  * deadline passes (nowait: only tries) or the fd is closed. */
 static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
@@ -184,18 +235,11 @@ static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
     struct usched__pd *pd = usched__pd_get(fd);
     if (!pd && fd >= USCHED__PD_MAX_FD) return usched__error(EBADF, "io: fd %d is out of range", fd);
     if (!pd) return usched__error(ENOMEM, "io: no memory for the state of fd %d", fd);
-    atomic_fetch_add(&pd->refs, 1); /* C2 */
-    ssize_t n;
-    if (atomic_load(&pd->closing)) {
-        n = -EBADF;
-        goto out;
-    }
+    ssize_t n = usched__pd_enter(pd);
+    if (n < 0) return n;
     usched_t *s = usched_self();
     struct usched__io *io = NULL;
-    if (s && !(io = usched__io_get(s))) {
-        n = usched__error(ENOMEM, "io: cannot create the poller");
-        goto out;
-    }
+    if (s && (n = usched__io_get(s, &io)) < 0) goto out;
     int kind = usched__pd_prepare(pd, fd, io);
     if (kind < 0) {
         n = kind;
@@ -216,38 +260,50 @@ static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
         }
         goto out;
     }
+    if ((r->op == OP_ACCEPT || r->op == OP_CONNECT) && (n = usched__pd_set_nonblock(pd, fd)) < 0) goto out;
     int dir = op_dir(r);
     size_t want = op_len(r);
+    /* The drained shortcut needs the poller's events (fibers only), and a
+     * call that would wait for one. */
+    bool drain = io && !nowait && may_drain(pd, r) && want <= RW_MAX;
     for (;;) {
         uint32_t e = usched__pd_ev(pd, dir);
-        /* The drained shortcut needs the poller's events: fibers only. */
-        if (r->op == OP_POLL || !io || atomic_load_explicit(&pd->hup, memory_order_acquire) ||
+        if (!drain || atomic_load_explicit(&pd->hup, memory_order_acquire) ||
             atomic_load_explicit(&pd->drained[dir], memory_order_relaxed) != (PD_DRAINED | e)) {
             n = sys_once(pd, fd, r);
             if (n == RETRY_LATER) {
-                if (nowait || usched__now_ns() + RETRY_LATER_NS > deadline) {
-                    n = nowait ? -EAGAIN : -ETIMEDOUT;
+                if (nowait) {
+                    n = -EAGAIN; /* as connect(2) on a full UNIX backlog */
+                    break;
+                }
+                if (usched__now_ns() + RETRY_LATER_NS > deadline) {
+                    n = -ETIMEDOUT;
                     break;
                 }
                 usched_sleep_ns(RETRY_LATER_NS);
+                if (atomic_load(&pd->closing)) { /* C1 wakes waiters, not this sleep */
+                    n = -EBADF;
+                    break;
+                }
                 continue;
             }
             if (n != -EAGAIN) {
-                if (n > 0 && (size_t)n < want && pd->stream && r->op != OP_POLL &&
-                    r->op != OP_ACCEPT && r->op != OP_CONNECT)
+                if (drain && n > 0 && (size_t)n < want)
                     atomic_store_explicit(&pd->drained[dir], PD_DRAINED | e, memory_order_relaxed);
                 break;
             }
         }
         if (nowait) {
-            n = -EAGAIN;
+            /* connect(2)'s answer: the handshake goes on; usched_poll_fd
+             * (POLLOUT) says when it ended, SO_ERROR how. */
+            n = r->op == OP_CONNECT && r->connecting ? -EINPROGRESS : -EAGAIN;
             break;
         }
         n = usched__pd_wait(pd, fd, dir, e, deadline);
         if (n < 0) break;
     }
 out:
-    atomic_fetch_sub(&pd->refs, 1);
+    usched__pd_exit(pd);
     return n;
 }
 

@@ -11,25 +11,51 @@
  *
  * Readiness, per direction: ev[dir] counts the events the poller saw. A call
  * notes ev before its syscall; on EAGAIN it waits only if ev is unchanged
- * (else an event came in meanwhile: retry). A short read or write on a
- * stream (0 < n < len) proves the buffer empty/full: the call records
+ * (else an event came in meanwhile: retry).
+ *
+ * Drained: when a call proves the kernel buffer empty (full) it records
  * drained = PD_DRAINED | ev, and the next call skips the syscall that would
- * return EAGAIN, and waits, unless an event came in since (Tokio#4840).
- * Once a hang-up or error was reported the shortcut is off: the end of the
- * stream arrives with the event of the data before it.
+ * return EAGAIN and waits, unless an event came in since (Tokio#4840). It is
+ * safe only when the proof holds, so it is recorded and used only for
+ *   - reads: a plain read, readv or recv without flags on a TCP socket that
+ *     returned 0 < n < len. TCP's receive path stops short only when its
+ *     queue is empty or at an urgent mark; urgent data is reported as
+ *     EPOLLPRI, which turns the shortcut off, as do a hang-up and an error
+ *     (the end of the stream arrives with the event of the data before it).
+ *     Reads that leave data behind - MSG_PEEK, UNIX sockets (they stop at
+ *     passed fds and credentials), packet-mode pipes - never record it;
+ *   - writes: a plain write, writev or send on a stream that moved
+ *     0 < n < len <= MAX_RW_COUNT bytes (the kernel caps larger calls);
+ *   - calls that would wait: a timeout of 0 always makes its syscall, as
+ *     nobody may be polling to advance ev.
  *
  * Close (usched_close), numbered for the code below:
- *   C1. under the pd lock: closing = 1, every waiter claimed with -EBADF,
- *       woken after the unlock;
+ *   C1. under the pd lock: closing = CLOSING_WAKE, every waiter claimed with
+ *       -EBADF, woken after the unlock;
  *   C2. calls in progress hold a reference (refs); a call takes it and then
- *       checks closing (both seq_cst), close stores closing and then waits
- *       for refs == 0, so no call uses the fd once it is closed;
- *   C3. seq++ and the pd forgets the incarnation (registration, kind,
- *       drained); closing = 0; then close(2). The kernel drops the fd from
- *       the epoll set; an event already queued for it carries the old seq.
+ *       checks closing (both seq_cst, usched__pd_enter), close stores
+ *       closing and then waits for refs == 0, so no call uses the fd once it
+ *       is closed;
+ *   C3. under the lock: seq++ and the pd forgets the incarnation
+ *       (registration, kind, drained) and closing = CLOSING_RELEASE; then
+ *       close(2); then, under the lock and only if no fresh fd took the
+ *       number meanwhile (seq unchanged), closing = 0. The kernel drops
+ *       the fd from the epoll set; an event already queued for it carries
+ *       the old seq.
+ *   C4. a call that starts while the number is being released
+ *       (CLOSING_RELEASE) waits for close(2) to end and starts again: on a
+ *       free number it fails with -EBADF, on a number that a fresh fd took
+ *       meanwhile too (seq moved); only on a number some other open(2),
+ *       pipe(2)... took does it go on, as a call made after usched_close
+ *       returned would. So no call registers the dying fd (which would
+ *       leave its mark on the pd for the next file of that number, never
+ *       registered, and the call waiting forever), and no call of one
+ *       incarnation waits on the next: usched__pd_fresh also fails any
+ *       waiter left over (an fd closed with close(2)) with -EBADF.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -45,6 +71,8 @@
 #define CHUNK_SHIFT 10
 #define CHUNK (1 << CHUNK_SHIFT)
 #define MAX_FD USCHED__PD_MAX_FD
+
+enum { CLOSING_NONE = 0, CLOSING_WAKE, CLOSING_RELEASE }; /* pd->closing */
 
 static struct usched__pd *_Atomic chunks[MAX_FD >> CHUNK_SHIFT];
 
@@ -84,7 +112,7 @@ static void forget(struct usched__pd *pd)
     for (int d = 0; d < 2; d++) atomic_store_explicit(&pd->drained[d], 0, memory_order_relaxed);
     atomic_store_explicit(&pd->hup, 0, memory_order_relaxed);
     pd->nonblock = 0;
-    pd->stream = pd->sock = 0;
+    pd->stream = pd->tcp = pd->sock = pd->pollfirst = 0;
 }
 
 void usched__pd_fresh(int fd)
@@ -94,35 +122,91 @@ void usched__pd_fresh(int fd)
     usched__pd_lock(pd);
     forget(pd);
     pd->nonblock = 1; /* accept4/socket were asked for O_NONBLOCK */
-    atomic_store_explicit(&pd->closing, 0, memory_order_relaxed);
+    atomic_store_explicit(&pd->closing, CLOSING_NONE, memory_order_relaxed);
+    usched_task_t *chain = NULL;
+    for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain); /* C4 */
     usched__pd_unlock(pd);
+    usched__wq_wake_chain(chain, 0);
 }
 
-/* Under the lock: what kind of file, non-blocking from now on. */
+/* Under the lock: what kind of file. Its flags stay as they are (item
+ * "Descriptors usched did not create" in docs/io.md): sockets are read and
+ * written with MSG_DONTWAIT, other blocking fds are polled before each call. */
 static int classify(struct usched__pd *pd, int fd)
 {
-    if (!pd->nonblock) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0) return -errno;
-        if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-        pd->nonblock = 1;
-    }
     struct stat st;
     if (fstat(fd, &st) < 0) return -errno;
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)) {
         atomic_store_explicit(&pd->kind, PD_FILE, memory_order_release);
         return PD_FILE;
     }
+    if (!pd->nonblock) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0) return -errno;
+        pd->nonblock = (fl & O_NONBLOCK) != 0;
+    }
     if (S_ISSOCK(st.st_mode)) {
-        int type = 0;
+        int type = 0, proto = 0;
         socklen_t l = sizeof type;
         pd->sock = 1;
         pd->stream = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+        l = sizeof proto;
+        pd->tcp = pd->stream && getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 &&
+                  proto == IPPROTO_TCP;
     } else {
         pd->stream = S_ISFIFO(st.st_mode);
+        pd->pollfirst = !pd->nonblock;
     }
     atomic_store_explicit(&pd->kind, PD_POLL, memory_order_release);
     return PD_POLL;
+}
+
+int usched__pd_set_nonblock(struct usched__pd *pd, int fd)
+{
+    int rc = 0;
+    usched__pd_lock(pd);
+    if (!pd->nonblock) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            rc = -errno;
+        else
+            pd->nonblock = 1;
+    }
+    usched__pd_unlock(pd);
+    return rc;
+}
+
+int usched__pd_enter(struct usched__pd *pd)
+{
+    for (;;) {
+        atomic_fetch_add(&pd->refs, 1); /* C2 */
+        uint32_t c = atomic_load(&pd->closing);
+        if (c == CLOSING_NONE) return 0;
+        atomic_fetch_sub(&pd->refs, 1);
+        if (c == CLOSING_WAKE) return -EBADF;
+        /* C4: CLOSING_RELEASE. Wait for close(2) to end, then start afresh
+         * on whatever the number is then - unless a fresh fd (accept,
+         * socket) took it meanwhile: that incarnation began after this call
+         * did, which belongs to the one just closed. */
+        usched__pd_lock(pd);
+        uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
+        usched__pd_unlock(pd);
+        while (atomic_load(&pd->closing) == CLOSING_RELEASE) {
+            if (usched__current())
+                usched_yield();
+            else
+                sched_yield();
+        }
+        usched__pd_lock(pd);
+        bool reused = atomic_load_explicit(&pd->seq, memory_order_relaxed) != seq;
+        usched__pd_unlock(pd);
+        if (reused) return -EBADF;
+    }
+}
+
+void usched__pd_exit(struct usched__pd *pd)
+{
+    atomic_fetch_sub(&pd->refs, 1);
 }
 
 int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io)
@@ -136,7 +220,7 @@ int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io)
     if (kind == PD_UNKNOWN) kind = classify(pd, fd);
     if (kind == PD_POLL && io && atomic_load_explicit(&pd->io_id, memory_order_relaxed) != io->id) {
         uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
                                  .data.u64 = ((uint64_t)seq << 32) | (uint32_t)fd};
         int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
         if (rc < 0 && errno == EEXIST) rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
@@ -228,9 +312,12 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events)
     bool rd = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI);
     bool wr = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
     /* The end of the stream (or an error) comes with the event of the last
-     * data: a short read cannot prove it consumed; never skip the syscall
-     * again (Tokio keeps read-closed out of the readiness it clears). */
-    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) atomic_store_explicit(&pd->hup, 1, memory_order_release);
+     * data, and a TCP read stops short at urgent data: a short read cannot
+     * prove it consumed; never skip the syscall again (Tokio keeps
+     * read-closed out of the readiness it clears). Stored before ev, whose
+     * release store publishes it to the call that sees the new count. */
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI))
+        atomic_store_explicit(&pd->hup, 1, memory_order_release);
     if (rd) {
         atomic_store_explicit(&pd->ev[IO_RD], atomic_load_explicit(&pd->ev[IO_RD], memory_order_relaxed) + 1,
                               memory_order_release);
@@ -250,12 +337,20 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events)
 int usched__pd_close(struct usched__pd *pd, int fd)
 {
     /* C1 */
-    usched__pd_lock(pd);
-    if (atomic_load(&pd->closing)) {
+    for (;;) {
+        usched__pd_lock(pd);
+        uint32_t c = atomic_load(&pd->closing);
+        if (c == CLOSING_NONE) break;
         usched__pd_unlock(pd);
-        return -EBADF; /* another close is in progress */
+        if (c == CLOSING_WAKE) return -EBADF; /* another close is in progress */
+        /* CLOSING_RELEASE: the number is being released, and this is a
+         * close of whatever file takes it next: wait for that to end. */
+        if (usched__current())
+            usched_yield();
+        else
+            sched_yield();
     }
-    atomic_store(&pd->closing, 1);
+    atomic_store(&pd->closing, CLOSING_WAKE);
     usched_task_t *chain = NULL;
     for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain);
     usched__pd_unlock(pd);
@@ -272,7 +367,12 @@ int usched__pd_close(struct usched__pd *pd, int fd)
     /* C3 */
     usched__pd_lock(pd);
     forget(pd);
-    atomic_store(&pd->closing, 0);
+    uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
+    atomic_store(&pd->closing, CLOSING_RELEASE);
     usched__pd_unlock(pd);
-    return close(fd) < 0 ? -errno : 0;
+    int rc = close(fd) < 0 ? -errno : 0;
+    usched__pd_lock(pd);
+    if (atomic_load_explicit(&pd->seq, memory_order_relaxed) == seq) atomic_store(&pd->closing, CLOSING_NONE);
+    usched__pd_unlock(pd);
+    return rc;
 }

@@ -42,6 +42,7 @@ struct usched__io {
     _Atomic uint32_t wake_sig;    /* an eventfd write is outstanding (B1-B4) */
     _Atomic uint32_t nwaiters __attribute__((aligned(64))); /* fibers parked on fds */
     _Atomic uint64_t last_poll_ns;
+    _Atomic int poll_err;         /* the first errno epoll_wait failed with, 0 none (said once) */
     struct usched__io_cpu *cpu;   /* ncpus entries */
 };
 
@@ -63,10 +64,15 @@ struct usched__pd {
     _Atomic uint32_t seq;        /* incarnation: tags epoll_data (under the lock) */
     _Atomic uint32_t kind;       /* PD_* (under the lock) */
     _Atomic uint64_t io_id;      /* poller it is registered with, 0 none */
-    _Atomic uint32_t hup;        /* a hang-up or error was reported: never trust "drained" */
-    uint8_t stream;              /* a short read proves the buffer empty */
-    uint8_t sock;                /* a socket: writes use send(MSG_NOSIGNAL) */
-    uint8_t nonblock;            /* O_NONBLOCK set for this incarnation */
+    _Atomic uint32_t hup;        /* a hang-up, error or urgent data was reported: never trust "drained" */
+    /* Set by classify or usched__pd_fresh under the lock, read without it by
+     * the calls that follow (ordered by the release store of kind): */
+    uint8_t stream;              /* a stream (TCP, UNIX stream, pipe): a short write proves it full */
+    uint8_t tcp;                 /* a TCP socket: a plain short read proves it empty */
+    uint8_t sock;                /* a socket: calls use send/recv with MSG_DONTWAIT (and MSG_NOSIGNAL) */
+    uint8_t nonblock;            /* O_NONBLOCK is on (usched made the fd, or it came so) */
+    uint8_t pollfirst;           /* a blocking pipe, tty or device usched did not create: poll(2) it
+                                  * before each call, which then cannot block (docs/io.md) */
 };
 
 /* fd.c */
@@ -79,6 +85,12 @@ int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io);
 uint32_t usched__pd_ev(struct usched__pd *pd, int dir); /* events seen in direction dir */
 void usched__pd_lock(struct usched__pd *pd);
 void usched__pd_unlock(struct usched__pd *pd);
+/* A call in progress on fd (C2 in fd.c): takes the reference, or returns
+ * -EBADF while usched_close retires the fd; usched__pd_exit drops it. */
+int usched__pd_enter(struct usched__pd *pd);
+void usched__pd_exit(struct usched__pd *pd);
+/* Makes a socket usched did not create non-blocking for accept/connect. */
+int usched__pd_set_nonblock(struct usched__pd *pd, int fd);
 /* Waits for an event in direction dir after `seen` (usched__pd_ev before the
  * syscall): 0 (retry), -ETIMEDOUT (deadline, CLOCK_MONOTONIC ns), -EBADF
  * (usched_close). */
@@ -87,7 +99,9 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events);
 int usched__pd_close(struct usched__pd *pd, int fd);
 
 /* poller.c */
-struct usched__io *usched__io_get(usched_t *s); /* creates on first use; NULL on failure */
+/* The poller of s, created on first use: 0, or -ENOMEM/-EMFILE/-ENFILE
+ * when it cannot be created (the cause in usched_last_error). */
+int usched__io_get(usched_t *s, struct usched__io **out);
 
 /* offload.c */
 int usched__offload_run(void (*fn)(void *), void *arg);

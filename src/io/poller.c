@@ -61,6 +61,8 @@
  * say where they went.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -69,6 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "base/fault.h"
 #include "io/io_impl.h"
 
@@ -93,6 +96,21 @@ static void io_stat(usched_t *s, struct usched__wk *w, int id)
 
 /* ---- start, create, finish ------------------------------------------------ */
 
+/* The soft RLIMIT_NOFILE before usched__io_start raised it, and the value
+ * it set; written once, before any fork can run the handler. */
+static struct rlimit nofile_orig, nofile_raised;
+
+/* A child process gets the soft limit back (Go restores it before exec):
+ * programs that use select(2) break on fds past FD_SETSIZE. Unless someone
+ * changed it since. posix_spawn runs no fork handlers (docs/io.md). */
+static void nofile_restore_child(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur == nofile_raised.rlim_cur &&
+        rl.rlim_max == nofile_raised.rlim_max)
+        setrlimit(RLIMIT_NOFILE, &nofile_orig);
+}
+
 void usched__io_start(usched_t *s)
 {
     (void)s;
@@ -102,77 +120,122 @@ void usched__io_start(usched_t *s)
     if (atomic_exchange(&raised, 1)) return;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        nofile_orig = rl;
         rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            nofile_raised = rl;
+            pthread_atfork(NULL, NULL, nofile_restore_child);
+        }
     }
 }
 
-static struct usched__io *io_create(usched_t *s)
+static void io_free(usched_t *s, struct usched__io *io)
 {
-    struct usched__io *io = usched__calloc(1, sizeof *io);
-    if (!io) return NULL;
-    io->cpu = usched__aligned_alloc(64, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
-    if (io->cpu) memset(io->cpu, 0, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
-    io->epfd = epoll_create1(EPOLL_CLOEXEC);
-    io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_WAKE};
-    if (!io->cpu || io->epfd < 0 || io->evfd < 0 ||
-        epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0)
-        goto fail;
-    for (int c = 0; c < s->ncpus; c++) {
-        io->cpu[c].ev = usched__calloc(IO_EVENTS, sizeof(struct epoll_event));
-        if (!io->cpu[c].ev) goto fail;
-    }
-    io->s = s;
-    io->id = atomic_fetch_add(&next_io_id, 1);
-    atomic_store(&io->poller, -1);
-    atomic_store(&io->last_poll_ns, usched__now_ns());
-    return io;
-fail:
     if (io->cpu)
         for (int c = 0; c < s->ncpus; c++) free(io->cpu[c].ev);
     free(io->cpu);
     if (io->epfd >= 0) close(io->epfd);
     if (io->evfd >= 0) close(io->evfd);
     free(io);
-    return NULL;
 }
 
-struct usched__io *usched__io_get(usched_t *s)
+/* 0 or a negative errno: -ENOMEM, or -EMFILE/-ENFILE for want of fds. */
+static int io_create(usched_t *s, struct usched__io **out)
+{
+    struct usched__io *io = usched__calloc(1, sizeof *io);
+    if (!io) return usched__error(ENOMEM, "io: no memory for the poller");
+    int rc = 0;
+    io->epfd = io->evfd = -1;
+    io->cpu = usched__aligned_alloc(64, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
+    if (!io->cpu) {
+        rc = usched__error(ENOMEM, "io: no memory for the poller's %d CPUs", s->ncpus);
+        goto fail;
+    }
+    memset(io->cpu, 0, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
+    for (int c = 0; c < s->ncpus; c++) {
+        io->cpu[c].ev = usched__calloc(IO_EVENTS, sizeof(struct epoll_event));
+        if (!io->cpu[c].ev) {
+            rc = usched__error(ENOMEM, "io: no memory for the poller's event buffers");
+            goto fail;
+        }
+    }
+    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (io->epfd < 0) {
+        rc = usched__error(errno, "io: cannot create the poller: epoll_create1: %s", strerror(errno));
+        goto fail;
+    }
+    io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->evfd < 0) {
+        rc = usched__error(errno, "io: cannot create the poller: eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_WAKE};
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0) {
+        rc = usched__error(errno, "io: cannot create the poller: epoll_ctl: %s", strerror(errno));
+        goto fail;
+    }
+    io->s = s;
+    io->id = atomic_fetch_add(&next_io_id, 1);
+    atomic_store(&io->poller, -1);
+    atomic_store(&io->last_poll_ns, usched__now_ns());
+    *out = io;
+    return 0;
+fail:
+    io_free(s, io);
+    return rc;
+}
+
+int usched__io_get(usched_t *s, struct usched__io **out)
 {
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    if (io) return io;
-    struct usched__io *n = io_create(s);
-    if (!n) return NULL;
+    if (io) {
+        *out = io;
+        return 0;
+    }
+    struct usched__io *n = NULL;
+    int rc = io_create(s, &n);
+    if (rc < 0) return rc;
     /* Pairs with the acquire load above and the relaxed loads of the worker
      * loop: a worker that sees the pointer late only polls later. */
     if (!atomic_compare_exchange_strong_explicit(&s->io, &io, n, memory_order_acq_rel,
                                                  memory_order_acquire)) {
-        for (int c = 0; c < s->ncpus; c++) free(n->cpu[c].ev);
-        free(n->cpu);
-        close(n->epfd);
-        close(n->evfd);
-        free(n);
-        return io;
+        io_free(s, n);
+        *out = io;
+        return 0;
     }
-    return n;
+    *out = n;
+    return 0;
 }
 
 void usched__io_fini(usched_t *s)
 {
     usched__offload_quiesce();
     struct usched__io *io = atomic_exchange(&s->io, NULL);
-    if (!io) return;
     /* The fds registered here keep io->id as their tag; a later poller has
      * another id and registers them again. */
-    close(io->epfd);
-    close(io->evfd);
-    for (int c = 0; c < s->ncpus; c++) free(io->cpu[c].ev);
-    free(io->cpu);
-    free(io);
+    if (io) io_free(s, io);
 }
 
 /* ---- polling ------------------------------------------------------------- */
+
+/* epoll_wait failed (EBADF, EINVAL, EFAULT: the set is broken, which no
+ * caller can repair): counted in io_poll_errors and said once on stderr, as
+ * no caller of the library sees the worker's error. A blocking poll then
+ * sleeps for its timeout, at most IO_BROKEN_SLEEP_NS, instead of returning
+ * at once into a CPU-bound loop of failing polls; wake-ups then come at
+ * that interval (a kick writes the eventfd the set no longer reports). */
+#define IO_BROKEN_SLEEP_NS 10000000ull
+static void poll_failed(struct usched__io *io, int err, uint64_t timeout_ns)
+{
+    io_stat(io->s, usched__self_wk(), USCHED_STAT_io_poll_errors);
+    if (!atomic_exchange(&io->poll_err, err))
+        fprintf(stderr, "usched: io: epoll_wait failed: %s; I/O readiness is now seen late (io_poll_errors)\n",
+                strerror(err));
+    if (timeout_ns == 0) return;
+    uint64_t t = timeout_ns < IO_BROKEN_SLEEP_NS ? timeout_ns : IO_BROKEN_SLEEP_NS;
+    struct timespec ts = {0, (long)t};
+    nanosleep(&ts, NULL);
+}
 
 /* One epoll call; timeout_ns 0 polls, UINT64_MAX blocks. Returns the number
  * of events (0 on EINTR or error). */
@@ -196,6 +259,7 @@ static int io_wait(struct usched__io *io, struct epoll_event *ev, int max, uint6
         n = epoll_wait(io->epfd, ev, max, ms);
     }
     atomic_store_explicit(&io->last_poll_ns, usched__now_ns(), memory_order_relaxed);
+    if (n < 0 && errno != EINTR) poll_failed(io, errno, timeout_ns);
     return n < 0 ? 0 : n;
 }
 

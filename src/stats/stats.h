@@ -69,6 +69,7 @@
     X(io_breaks, "eventfd writes waking the CPU blocked in the poller")           \
     X(io_events, "fd readiness events dispatched")                                \
     X(io_stale, "readiness events dropped: the fd was closed since (sequence tag)") \
+    X(io_poll_errors, "epoll_wait calls that failed (a broken epoll set: readiness is seen late)") \
     X(offloads, "calls run on the offload pool")                                 \
     X(stalls, "stalls: a worker ran one fiber longer than stall_us without a scheduling point") \
     X(stall_timers, "timers of stalled CPUs fired by the monitor")               \

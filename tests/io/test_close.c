@@ -2,12 +2,17 @@
  * usched_close while fibers wait: a reader and a writer blocked on the fd
  * return -EBADF promptly, then the fd is closed; an outside thread blocked
  * on it returns -EBADF too. A stale event (the fd closed and its number
- * reused) wakes nobody: the sequence tag drops it.
+ * reused) wakes nobody: the sequence tag drops it. Calls that start while
+ * usched_close releases the number never register the dying fd: the next
+ * file of that number (from socketpair, which usched does not see) wakes
+ * its waiters (release).
  */
+#include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "io/io_impl.h"
+#include "io_internal.h"
 #include "io_test.h"
 
 static usched_t *s;
@@ -32,18 +37,9 @@ static void writer(void *arg)
     ASSERT(n == -EBADF || n > 0); /* a count if some bytes went first */
 }
 
-static int waiters(int fd, int dir)
-{
-    struct usched__pd *pd = usched__pd_get(fd);
-    usched__pd_lock(pd);
-    int n = (int)usched__wq_len(&pd->q[dir]);
-    usched__pd_unlock(pd);
-    return n;
-}
-
 static void wait_queued(int fd, int dir, int n)
 {
-    while (waiters(fd, dir) < n) usched_sleep_ns(1000000);
+    while (io_waiters(fd, dir) < n) usched_sleep_ns(1000000);
 }
 
 static void closer(void *arg)
@@ -121,7 +117,7 @@ static void stale(void *arg)
     usched__pd_ready(pd, old, EPOLLIN); /* the event of the closed incarnation */
     ASSERT_EQ(io_stat(s, "io_stale"), stale0 + 1);
     usched_sleep_ns(10000000);
-    ASSERT_EQ(waiters(sv[0], IO_RD), 1); /* still waiting: nobody was woken */
+    ASSERT_EQ(io_waiters(sv[0], IO_RD), 1); /* still waiting: nobody was woken */
     ASSERT_OK(usched_close(sv[0])); /* the reader expects -EBADF */
     ASSERT_OK(usched_join(r));
     ASSERT_OK(usched_close(sv[1]));
@@ -145,6 +141,67 @@ static void churn(void *arg)
     }
 }
 
+/* Release: a fiber polls the fd being closed, without a pause, while this
+ * fiber closes it and reuses the number; a fiber waiting on the new file
+ * must be woken by its data. (One hammer: a CPU must stay free to poll, as
+ * usched_yield with nothing else queued does not.) */
+static _Atomic int rel_fd = -1, rel_stop, rel_wfd = -1;
+static _Atomic long rel_progress;
+
+static void rel_hammer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&rel_stop)) {
+        int fd = atomic_load(&rel_fd);
+        if (fd >= 0) usched_poll_fd(fd, POLLIN, 0);
+        usched_yield();
+    }
+}
+
+/* Writes a byte to rel_wfd once a fiber waits to read its peer. */
+static void *rel_writer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&rel_stop)) {
+        int w = atomic_load(&rel_wfd), r = atomic_load(&rel_fd);
+        if (w < 0 || r < 0 || io_waiters(r, IO_RD) < 1) {
+            sched_yield();
+            continue;
+        }
+        atomic_store(&rel_wfd, -1);
+        ASSERT_EQ(write(w, "r", 1), 1);
+    }
+    return NULL;
+}
+
+static void release(void *arg)
+{
+    long n = (long)arg;
+    usched_task_t *h;
+    ASSERT_OK(usched_spawn(s, &h, rel_hammer, NULL));
+    pthread_t wt;
+    pthread_create(&wt, NULL, rel_writer, NULL);
+    int reused = 0, last = -1;
+    for (long i = 0; i < n; i++) {
+        int sv[2];
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        reused += sv[0] == last;
+        last = sv[0];
+        atomic_store(&rel_fd, sv[0]);
+        atomic_store(&rel_wfd, sv[1]);
+        char b;
+        ASSERT_EQ(usched_read(sv[0], &b, 1, USCHED_FOREVER), 1);
+        ASSERT_EQ(b, 'r');
+        ASSERT_OK(usched_close(sv[0]));
+        ASSERT_OK(usched_close(sv[1]));
+        atomic_fetch_add(&rel_progress, 1);
+    }
+    atomic_store(&rel_stop, 1);
+    pthread_join(wt, NULL);
+    ASSERT_OK(usched_join(h));
+    printf("release: %ld rounds, number reused in %d\n", n, reused);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -161,6 +218,11 @@ int main(void)
     for (int i = 0; i < 4; i++) ASSERT_OK(usched_spawn(s, &c[i], churn, (void *)test_scale(2000)));
     for (int i = 0; i < 4; i++) ASSERT_OK(usched_join(c[i]));
     printf("io_stale %llu\n", (unsigned long long)io_stat(s, "io_stale"));
+    struct io_watchdog wd;
+    io_watchdog_start(&wd, &rel_progress, 20, "release", s);
+    ASSERT_OK(usched_spawn(s, &t, release, (void *)test_scale(20000)));
+    ASSERT_OK(usched_join(t));
+    io_watchdog_stop(&wd);
     ASSERT_EQ(usched_close(-1), -EBADF);
     ASSERT_OK(usched_destroy(s));
     printf("ok\n");
