@@ -13,6 +13,8 @@
 #   make aarch64   cross-build the library and the suite for aarch64 and run
 #                  it under qemu-aarch64 (build-aarch64/; AARCH64_LABELS
 #                  picks a subset, e.g. AARCH64_LABELS='unit|sync')
+#   make model     check the park/wake protocol's model with SPIN, then each
+#                  mutant (model/run.sh; docs/model.md)
 #   make clean     remove the build folders
 BUILD ?= build
 PREFIX ?= /usr/local
@@ -39,7 +41,7 @@ define sanitized_suite
 	cd $(1) && USCHED_STRESS_SCALE=$(SAN_SCALE) $(3) $(CTEST)
 endef
 
-.PHONY: all build run test asan tsan soak install deb aarch64 clean
+.PHONY: all build run test asan tsan soak install deb aarch64 model clean
 
 all: build
 
@@ -70,6 +72,11 @@ asan:
 tsan:
 	$(call sanitized_suite,build-tsan,thread,\
 		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1")
+
+model:
+	sh scripts/deps.sh test
+	sh model/labels.sh .
+	sh model/run.sh
 
 soak:
 	sh scripts/deps.sh test

@@ -1,7 +1,7 @@
 /*
  * A model of usched's park/wake protocol for the SPIN model checker
  * (docs/model.md says what it covers and what it abstracts). Each step that
- * exists to prevent a lost wake-up carries a label [model: NAME] here and in
+ * exists to prevent a lost wake-up carries a label "[model: " NAME "]" here and in
  * the code's comment for that step (model/labels.sh checks both ways), and a
  * mutant macro MUT_NAME that removes it; model/run.sh checks the model and
  * then each mutant, which must give a counterexample.

@@ -52,7 +52,7 @@
  *
  * Sleeping while the scheduler is idle:
  *   M1. the monitor stores mon_idle = 1 (seq_cst);
- *   M2. it re-reads nparked; unless every worker is parked it goes on;
+ *   M2. [model: M2] it re-reads nparked; unless every worker is parked it goes on;
  *   M3. futex_wait(mon_idle, 1).
  *   W-M. a worker leaving PARKED decrements nparked (seq_cst), then reads
  *       mon_idle and, if set, clears it and wakes the monitor.
@@ -246,7 +246,7 @@ static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, ui
     }
     bool steals = s->pol_steals && usched__knob_get(&s->knobs, USCHED_KNOB_steal);
     unsigned moved = move_queues(s, w, steals);
-    /* Where CPUs steal, the next slot and run queue stay for thieves (M5):
+    /* Where CPUs steal, the next slot and run queue stay for thieves (M5) [model: M5]:
      * make sure one is awake. Idle CPUs may all be parked with nothing
      * left to wake them: the stalled fiber queued these fibers before it
      * stalled, and the chain of wake-ups that should bring thieves (wakep

@@ -227,7 +227,7 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
         usched__gq_push(s, t);
         usched__stat_inc(self, s, USCHED_STAT_wake_shared);
         usched__full_fence();
-        /* r.cpu == waker: the policy saw no idle CPU, and this CPU will
+        /* [model: GQW] r.cpu == waker: the policy saw no idle CPU, and this CPU will
          * take it at its next scheduling point - which may be far off (a
          * fiber that computes or spins without yielding). A CPU that
          * parked since the policy looked has re-checked the queue before

@@ -181,7 +181,7 @@ static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, 
     return true;
 }
 
-/* W3 (sched.c): wake CPU `cpu` if it is parked (on its futex or in the poller). */
+/* W3 [model: W3] (sched.c): wake CPU `cpu` if it is parked (on its futex or in the poller). */
 static inline void usched__wk_kick(struct usched *s, struct usched__wk *from, int cpu)
 {
     uint32_t st = atomic_load_explicit(&s->wk[cpu]->state, memory_order_seq_cst);
@@ -195,7 +195,7 @@ static inline void usched__wk_inbox_put(struct usched *s, struct usched__wk *fro
     struct usched__wk *w = s->wk[cpu];
     if (from) from->handoff = 1; /* the partner is likely to answer: spin for it */
     atomic_fetch_add_explicit(&w->inbox_n, 1, memory_order_relaxed);
-    /* W1 and W2 in one instruction: the push's exchange is a seq_cst
+    /* W1 and W2 [model: W2] in one instruction: the push's exchange is a seq_cst
      * read-modify-write, so with the seq_cst load of the state in W3 (and
      * the parker's seq_cst store P1 and seq_cst inbox check P3) both
      * sides' accesses are in one total order: no separate fence needed. */

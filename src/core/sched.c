@@ -154,7 +154,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
     uint32_t st = exp;
     if (!atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) return false;
     atomic_fetch_sub(&s->nparked, 1); /* busy from the kick on */
-    usched__monitor_wake_idle(s);      /* W-M (monitor.c) */
+    usched__monitor_wake_idle(s);      /* W-M (monitor.c) [model: WM] */
     if (st == WK_PARKED_POLL) {
         usched__io_break(s); /* W3' (src/io/poller.c) */
         return true;
@@ -172,7 +172,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
  * the woken worker clears it. */
 bool usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
 {
-    /* W2 for work published with plain stores (an owner's put into its
+    /* W2 for work published with plain stores [model: WP1] (an owner's put into its
      * empty next slot, its ring's tail): without it the store could still
      * sit in this CPU's store buffer while the loads below read a spinner
      * that then parks - whose P3 misses the store - and the fiber waits for
@@ -210,6 +210,20 @@ bool usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
         if (!skipped) break;
     }
     atomic_store(&s->waking, 0);
+    /* WP3 [model: WP3]: a CPU that stored PARKED after the scan above (its
+     * nparked++ came first, so this call went on) re-checked the queues
+     * before another waker published its fiber; that waker then saw
+     * `waking` set and left the wake-up to this call, which found nobody.
+     * Look once more after clearing the flag (a seq_cst store, then
+     * seq_cst loads): that CPU's PARKED is visible now. Without it the
+     * fiber waited beside the parked CPU until its waker's CPU came round
+     * or the stall monitor moved it (model/park.pml finds the
+     * interleaving). Rare: only a wakep that found no parked CPU pays. */
+    for (int i = 0; i < n; i++) {
+        int c = order ? order[i] : i;
+        uint32_t st = atomic_load_explicit(&s->wk[c]->state, memory_order_seq_cst);
+        if ((st == WK_PARKED || st == WK_PARKED_POLL) && usched__wk_wake_parked(s, from, c)) return true;
+    }
     return false;
 }
 
@@ -644,7 +658,7 @@ static void unpark(usched_t *s, struct usched__wk *w)
     if ((exp == WK_PARKED || exp == WK_PARKED_POLL) &&
         atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) {
         atomic_fetch_sub(&s->nparked, 1);
-        usched__monitor_wake_idle(s); /* W-M (monitor.c) */
+        usched__monitor_wake_idle(s); /* W-M (monitor.c) [model: WM] */
     }
 }
 
@@ -707,7 +721,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
                 t = try_all(s, w, (pass & 3) == 3);
                 if (t) {
                     go_busy(s, w);
-                    /* The last spinner to find work wakes another (chaining). */
+                    /* The last spinner to find work wakes another (chaining) [model: SC]. */
                     if (atomic_fetch_sub(&s->nspinning, 1) == 1 && work_visible(s, w))
                         usched__wk_wakep(s, w, w->cpu);
                     return t;
@@ -728,7 +742,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         /* A waker may have claimed this CPU and then found its fiber taken
          * by someone else: publish it idle again before sleeping. */
         if (!usched__idlemask_test(&s->idle_cpus, w->cpu)) usched__idle_set(s, w->cpu);
-        /* P1, P2 (nparked first: a kicker decrements it only after it saw
+        /* P1 [model: P1], P2 (nparked first: a kicker decrements it only after it saw
          * PARKED) */
         atomic_fetch_add(&s->nparked, 1);
         /* P1': the CPU that takes the poller role parks in epoll (src/io);
@@ -737,7 +751,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         bool in_poller = atomic_load_explicit(&s->io, memory_order_acquire) &&
                          usched__io_claim_poller(s, w->cpu, renew, &defer_dl);
         atomic_store_explicit(&w->state, in_poller ? WK_PARKED_POLL : WK_PARKED, memory_order_seq_cst);
-        /* P2: an explicit fence, though C11 orders a seq_cst store before
+        /* P2 [model: P2]: an explicit fence, though C11 orders a seq_cst store before
          * the seq_cst loads of P3 without one: qemu-user's aarch64 emulation
          * on x86-64 translates stlr and ldar with fences before the store
          * and after the load, so the store could pass P3's loads there and
@@ -745,7 +759,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
          * runs on a loaded machine, none in 600 with the fence). One fence
          * per park costs nothing beside the futex wait. */
         usched__full_fence();
-        /* P3 */
+        /* P3 [model: P3] */
         if (work_visible(s, w) || atomic_load(&s->stopping)) {
             if (in_poller) usched__io_unclaim(s);
             unpark(s, w);
@@ -753,7 +767,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
             w->deferred = 0;
             if ((t = try_all(s, w, true))) {
                 go_busy(s, w);
-                /* Chains the wake-up a spinner would (work left: wake
+                /* [model: P3C] Chains the wake-up a spinner would (work left: wake
                  * one), as Go's findrunnable does after its last check. A
                  * CPU gets here without spinning (C2, monitor.c: it is
                  * contended) or with work that came after its spin: a
