@@ -39,7 +39,7 @@ core: base arch topo rq stats
 sync: base arch core
 io: base arch core sync
 policy:
-servers:
+servers: base
 tools: peer servers
 '
 

@@ -32,7 +32,7 @@ name_list() {
     sed -n '/^\.SH NAME/{n;p;q}' "$1" | sed 's/ \\-.*//; s/,/ /g'
 }
 
-syms=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRV]$/ {print $3}' | sort -u)
+syms=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRV]$/ {sub(/@.*/, "", $3); print $3}' | grep -v '^USCHED_[0-9.]*$' | sort -u)
 [ -n "$syms" ] || { echo "man check: no exported symbols in $lib" >&2; exit 1; }
 
 # ---- 1. a page for every exported symbol ------------------------------------------
