@@ -123,9 +123,14 @@ int main(void)
 
     ASSERT_STR_EQ(usched_strerror(-EPIPE), "channel closed");
     /* a code of its own has usched's text; any other is the C library's */
-    ASSERT_STR_EQ(usched_strerror(-9999), strerror(9999));
-    ASSERT_STR_CONTAINS(usched_strerror(-9999), "9999");
-    ASSERT_STR_EQ(usched_strerror(9999), usched_strerror(-9999));
+    /* copies: glibc builds the text of an unknown code in a buffer that the
+     * next strerror call frees */
+    char want[64], neg[64];
+    snprintf(want, sizeof want, "%s", strerror(9999));
+    snprintf(neg, sizeof neg, "%s", usched_strerror(-9999));
+    ASSERT_STR_EQ(neg, want);
+    ASSERT_STR_CONTAINS(neg, "9999");
+    ASSERT_STR_EQ(usched_strerror(9999), neg);
     ASSERT_STR_EQ(usched_strerror(0), "success");
     printf("ok\n");
     return 0;
