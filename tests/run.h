@@ -22,8 +22,9 @@ struct test_run {
     char *out, *err;
 };
 
-/* Everything in f (closed afterwards), from its start. */
-static inline char *test_slurp(FILE *f)
+/* What is left in f from where it stands (closed afterwards), malloc'd and
+ * NUL-terminated. */
+static inline char *test_read_rest(FILE *f)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -31,11 +32,17 @@ static inline char *test_slurp(FILE *f)
     char chunk[4096];
     size_t n;
     ASSERT(m);
-    rewind(f);
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, m);
     fclose(m);
     fclose(f);
     return buf;
+}
+
+/* Everything in f (closed afterwards), from its start. */
+static inline char *test_slurp(FILE *f)
+{
+    rewind(f);
+    return test_read_rest(f);
 }
 
 /* The command line to start argv: with USCHED_TEST_EMULATOR set in the
@@ -134,15 +141,7 @@ static inline struct test_proc test_start_argv(const char *const *argv)
  * (malloc'd, NUL-terminated), and its stdout is closed. */
 static inline int test_proc_wait(struct test_proc p, char **rest)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    ASSERT(m);
-    while ((n = fread(chunk, 1, sizeof chunk, p.out)) > 0) fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(p.out);
+    char *buf = test_read_rest(p.out);
     int st;
     ASSERT_EQ(waitpid(p.pid, &st, 0), p.pid);
     if (!WIFEXITED(st)) TEST_FAIL_("pid %d died of signal %d\n%s", (int)p.pid, WTERMSIG(st), buf);
