@@ -17,18 +17,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "run.h"
-#include "test.h"
+#include "clients.h"
 
 static const char *cli;
 static char port[16];
-
-static void need(const char *prog, const char *pkg)
-{
-    if (access(prog, X_OK) == 0) return;
-    printf("skipped: %s is not installed (Debian package %s; scripts/deps.sh test installs it)\n", prog, pkg);
-    exit(77);
-}
 
 /* Starts `usched serve proto --port portno [extra]` and reads its first
  * line for the port it listens on. */
@@ -77,31 +69,12 @@ static struct served stop(struct test_proc p, const char *proto)
     return s;
 }
 
-/* Runs a host program (a client) under a 120 s limit; its output is
- * printed for the log. */
-static struct test_run client(const char *const *argv)
-{
-    const char *full[40] = {"/usr/bin/timeout", "120"};
-    int n = 2;
-    for (int i = 0; argv[i]; i++) full[n++] = argv[i];
-    full[n] = NULL;
-    struct test_run r = test_run_host_argv(full, NULL);
-    printf("$");
-    for (int i = 0; argv[i]; i++) printf(" %s", argv[i]);
-    printf("\n%s%s", r.out, r.err);
-    if (r.status == 124) TEST_FAIL_("%s ran past 120 s", argv[0]);
-    return r;
-}
-
 static void part_tbench(void)
 {
-    need("/usr/bin/tbench", "dbench");
+    clients_need("/usr/bin/tbench", "dbench");
     struct test_proc p = serve("tbench", "7003", NULL, NULL); /* tbench's fixed port; CTest serializes on it */
-    struct test_run r = client((const char *[]){"/usr/bin/tbench", "-t", "2", "2", "127.0.0.1", NULL});
-    ASSERT_EQ(r.status, 0);
-    ASSERT_STR_CONTAINS(r.out, "Throughput");
-    ASSERT(!strstr(r.out, "ERROR") && !strstr(r.err, "ERROR"));
-    ASSERT(!strstr(r.out, "lost sync") && !strstr(r.err, "lost sync"));
+    struct test_run r = clients_run((const char *[]){"/usr/bin/tbench", "-t", "2", "2", "127.0.0.1", NULL});
+    clients_check_tbench(r);
     test_run_free(r);
     struct served s = stop(p, "tbench");
     ASSERT_GE(s.connections, 2); /* one per tbench client */
@@ -111,19 +84,15 @@ static void part_tbench(void)
 
 static void part_pgbench(void)
 {
-    need("/usr/bin/pgbench", "postgresql-client-15");
+    clients_need("/usr/bin/pgbench", "postgresql-client-15");
     struct test_proc p = serve("pgbench", "0", "--scale", "2");
     long t = test_scale(200);
     char per[24];
     snprintf(per, sizeof per, "%ld", t);
     /* tpcb-like: five statements a transaction, balances checked on stop */
-    struct test_run r = client((const char *[]){"/usr/bin/pgbench", "-n", "-c", "4", "-j", "2", "-t", per, "-h",
-                                                "127.0.0.1", "-p", port, "-U", "tester", "bench", NULL});
-    ASSERT_EQ(r.status, 0);
-    char want[128];
-    snprintf(want, sizeof want, "number of transactions actually processed: %ld/%ld", 4 * t, 4 * t);
-    ASSERT_STR_CONTAINS(r.out, want);
-    ASSERT_STR_CONTAINS(r.out, "number of failed transactions: 0");
+    struct test_run r = clients_run((const char *[]){"/usr/bin/pgbench", "-n", "-c", "4", "-j", "2", "-t", per, "-h",
+                                                     "127.0.0.1", "-p", port, "-U", "tester", "bench", NULL});
+    clients_check_pgbench(r, 4, t);
     test_run_free(r);
     struct served s = stop(p, "pgbench");
     ASSERT_STR_CONTAINS(s.out, "usched serve pgbench: balances agree");
@@ -134,21 +103,20 @@ static void part_pgbench(void)
 
 static void part_redis(void)
 {
-    need("/usr/bin/redis-benchmark", "redis-tools");
-    need("/usr/bin/redis-cli", "redis-tools");
+    clients_need("/usr/bin/redis-benchmark", "redis-tools");
+    clients_need("/usr/bin/redis-cli", "redis-tools");
     struct test_proc p = serve("redis", "0", NULL, NULL);
     long count = test_scale(5000) / 10 * 10;
     if (count < 10) count = 10;
     char n[24];
     snprintf(n, sizeof n, "%ld", count);
-    struct test_run r = client((const char *[]){"/usr/bin/redis-benchmark", "-p", port, "-c", "10", "-n", n, "-t",
-                                                "set,get,incr", "-q", "--csv", NULL});
-    ASSERT_EQ(r.status, 0);
-    ASSERT(!strstr(r.out, "Error") && !strstr(r.err, "Error"));
-    ASSERT_STR_CONTAINS(r.out, "\"INCR\"");
+    struct test_run r = clients_run((const char *[]){"/usr/bin/redis-benchmark", "-p", port, "-c", "10", "-n", n, "-t",
+                                                     "set,get,incr", "-q", "--csv", NULL});
+    static const char *const tests[] = {"\"SET\"", "\"GET\"", "\"INCR\""};
+    clients_check_redis(r, tests, 3);
     test_run_free(r);
     /* every INCR of the one key counted */
-    r = client((const char *[]){"/usr/bin/redis-cli", "-p", port, "get", "counter:__rand_int__", NULL});
+    r = clients_run((const char *[]){"/usr/bin/redis-cli", "-p", port, "get", "counter:__rand_int__", NULL});
     ASSERT_EQ(r.status, 0);
     char want[32];
     snprintf(want, sizeof want, "%ld\n", count);
@@ -162,18 +130,12 @@ static void part_redis(void)
 
 static void part_http(void)
 {
-    need("/usr/bin/wrk", "wrk");
+    clients_need("/usr/bin/wrk", "wrk");
     struct test_proc p = serve("http", "0", NULL, NULL);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%s/", port);
-    struct test_run r = client((const char *[]){"/usr/bin/wrk", "-t", "2", "-c", "8", "-d", "1s", url, NULL});
-    ASSERT_EQ(r.status, 0);
-    ASSERT(!strstr(r.out, "Non-2xx"));
-    ASSERT(!strstr(r.out, "Socket errors"));
-    const char *in = strstr(r.out, " requests in ");
-    ASSERT(in);
-    while (in > r.out && in[-1] != ' ' && in[-1] != '\n') in--;
-    uint64_t done = strtoull(in, NULL, 10);
+    struct test_run r = clients_run((const char *[]){"/usr/bin/wrk", "-t", "2", "-c", "8", "-d", "1s", url, NULL});
+    uint64_t done = clients_check_wrk(r);
     ASSERT_GT(done, 0);
     test_run_free(r);
     struct served s = stop(p, "http");
