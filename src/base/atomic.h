@@ -1,7 +1,7 @@
 /*
  * Synchronisation helpers every layer above arch may use: a test-and-test-
  * and-set spin lock for short critical sections, and the full fence of the
- * Dekker-style protocols (parking P2, waking W2 in src/core/sched.c).
+ * Dekker-style protocols (parking P2, waking W2 in src/core/park.c).
  */
 #ifndef USCHED_BASE_ATOMIC_H
 #define USCHED_BASE_ATOMIC_H
@@ -18,8 +18,8 @@
 #define __SANITIZE_THREAD__ 1
 #endif
 #endif
+extern _Atomic uint32_t usched__fence_word; /* atomic.c */
 #if defined(__SANITIZE_THREAD__)
-extern _Atomic uint32_t usched__fence_word;
 #define usched__full_fence() atomic_fetch_add_explicit(&usched__fence_word, 0, memory_order_seq_cst)
 #else
 #define usched__full_fence() atomic_thread_fence(memory_order_seq_cst)

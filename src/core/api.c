@@ -12,8 +12,7 @@
 
 #include "base/fault.h"
 #include "core/core.h"
-#include "core/queue.h"
-#include "core/poller.h"
+#include "core/park.h"
 #include "base/error.h"
 #include "base/export.h"
 
@@ -195,39 +194,6 @@ static int emulate_setup(usched_t *s, char *err, size_t errlen)
 
 /* ---- end of SMT emulation ------------------------------------------------ */
 
-/* A contended worker is widened onto CPUs where the kernel can give it more
- * time: CPUs that run no worker of s, and those whose worker is not
- * contended itself (monitor.c decides at the start of the episode). Onto a
- * contended sibling it would only take turns with that worker and its
- * neighbour: with 2 clients of tbench or pgbench on 2 CPUs both workers are
- * contended, and widening each onto the other cost 16-22% of the throughput
- * (BENCHMARKS.md, 2026-12-05). */
-int usched__wk_widen_set(usched_t *s, const struct usched__wk *w, cpu_set_t *set)
-{
-    int os[CPU_SETSIZE];
-    int n = usched__topo_llc_whole_os(s->topo, w->cpu, os, CPU_SETSIZE), k = 0;
-    if (n > CPU_SETSIZE) n = CPU_SETSIZE;
-    CPU_ZERO(set);
-    for (int i = 0; i < n; i++) {
-        int c = usched__topo_cpu_of_os(s->topo, os[i]);
-        if (os[i] >= CPU_SETSIZE || (c >= 0 && c != w->cpu && usched__wk_contended(s->wk[c]))) continue;
-        CPU_SET(os[i], set);
-        k++;
-    }
-    return k;
-}
-
-int usched__wk_pin(usched_t *s, struct usched__wk *w, const cpu_set_t *set)
-{
-    cpu_set_t one;
-    if (!set) {
-        CPU_ZERO(&one);
-        CPU_SET(s->emu_os ? s->emu_os[w->cpu] : usched__topo_os_index(s->topo, w->cpu), &one);
-        set = &one;
-    }
-    return -pthread_setaffinity_np(w->thread, sizeof *set, set);
-}
-
 /* The worker thread's entry: publishes its thread id for the monitor's run
  * delay reads (monitor.c, C1), then runs the worker loop. */
 static void *worker_entry(void *arg)
@@ -328,7 +294,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
         goto fail;
     }
     pol_inited = true;
-    usched__io_start(s); /* I/O: raise RLIMIT_NOFILE (src/io) */
+    usched__park_start(s); /* the I/O backend: raise RLIMIT_NOFILE (src/io) */
     if ((rc = usched__trace_start(s)) < 0) goto fail; /* before the workers: they read s->tracing */
     atomic_store(&s->started, 1);
     bool pin = s->pin == 1 || (s->pin == -1 && usched__topo_is_live(s->topo)) || s->emu_os;
@@ -430,7 +396,7 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
             return rc;
         }
         if (s->ops->exit) s->ops->exit(&s->pol);
-        usched__io_fini(s); /* I/O: the poller, once no worker polls */
+        usched__park_fini(s); /* the I/O backend's poller, once no worker polls */
         int trc = usched__trace_stop(s); /* writes the trace, once no worker records */
         if (trc < 0 && rc == 0) rc = trc;
     }

@@ -1,20 +1,24 @@
 /*
  * Core runtime internals shared by the rooms of src/core. See sched.c for the
- * design, docs/architecture.md for the map:
- *   sched.c   the worker loop: find work, steal, spin, park, switch
+ * design, docs/architecture.md for the map and the floors:
+ *   sched.c   the worker loop: pick, switch, finish the fiber that left
+ *   local.h   the pick among a worker's own queues
+ *   steal.c   the idle path: global queue, steal, spin, then park
+ *   park.c    the park protocol (P1-P4, W1-W3, wakep) and its backends
+ *   self.c    the calling thread's worker
  *   queue.h   queue operations: global queue, run queue, next slot, inbox
  *   place.c   the placement referee: asks the policy, checks and counts
  *   idle.c    the idle-CPU and idle-core masks (one owner of the rule)
  *   fiber.c   the fiber lifecycle: spawn, exit, join, wait
  *   polctx.c  what a policy may read (include/usched/policy.h)
  *   api.c     the scheduler lifecycle: create, set, start, destroy
+ *   pin.c     pinning workers (at start, and the monitor's widening)
  *   monitor.c the stall monitor: a worker stuck in one fiber (docs/monitor.md)
  *   timer.c, stack.c, fctx.c, knobs.c, registry.c: their own headers
  */
 #ifndef USCHED_CORE_H
 #define USCHED_CORE_H
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -22,15 +26,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/atomic.h"
+#include "base/futex.h"
 #include "core/desc.h"
 #include "core/fctx.h"
 #include "core/knobs.h"
 #include "core/sched.h"
+#include "core/self.h"
 #include "core/stack.h"
 #include "core/timer.h"
 #include "core/trace.h"
@@ -52,7 +56,7 @@
 
 /* Worker state word (also the futex word the worker parks on). */
 enum { WK_RUNNING = 0, WK_PARKED = 2,
-       WK_PARKED_POLL = 3 /* parked in the I/O poller's epoll_wait (P1', src/io/poller.c) */ };
+       WK_PARKED_POLL = 3 /* parked in the I/O backend (P1', park.c) */ };
 
 /* What the host does after a fiber switched back to it. */
 enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT };
@@ -188,7 +192,7 @@ struct usched__wk {
     int cpu;
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
-    int deferred;                        /* its last steal left work to a whole idle core (sched.c, S1-S4) */
+    int deferred;                        /* its last steal left work to a whole idle core (steal.c, D1-D4) */
     int spawn_woke;                      /* a spawn by the running fiber, since it was switched in,
                                             called wakep for the ring (place.c) */
     uint64_t id_next, id_end;            /* block of fiber ids */
@@ -266,7 +270,7 @@ struct usched {
     _Atomic uint32_t gq_n;                 /* written under gq_lock, read by all */
 
     _Atomic uint32_t nspinning __attribute__((aligned(64)));
-    _Atomic uint32_t nparked;   /* workers in PARKED or PARKED_POLL (see find_work) */
+    _Atomic uint32_t nparked;   /* workers in PARKED or PARKED_POLL (park.c) */
     _Atomic uint32_t mon_idle;  /* futex: 1 while the monitor sleeps (monitor.c, M1-M3) */
     _Atomic uint32_t waking;    /* a wakep wake-up is in flight */
     /* fibers not yet exited, plus every worker's live_credit (fiber.c) */
@@ -286,8 +290,9 @@ struct usched {
     int warned_fallback;
     usched__stats_t outside_stats; /* outside threads: atomic adds */
 
-    /* The I/O poller (src/io), created by the first I/O wait (CAS); opaque
-     * to the core, which only calls the hooks of core/poller.h. */
+    /* The I/O park backend's state (src/io's poller), created by the first
+     * I/O wait (CAS); opaque to the core, which calls the backend only
+     * through its table (core/park.h) and only while this is set. */
     struct usched__io *_Atomic io;
 
     /* The stall monitor (monitor.c, docs/monitor.md); NULL before start. */
@@ -305,24 +310,20 @@ struct usched {
     pthread_cond_t st_cond;
 };
 
-/* Worker of the calling thread (NULL outside workers). Never inlined, so a
- * fiber that migrated between threads re-reads the thread pointer. */
-struct usched__wk *usched__self_wk(void);
-
-static inline long usched__futex(_Atomic uint32_t *addr, int op, uint32_t val,
-                                 const struct timespec *ts)
-{
-    return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
-}
-
-/* Counts on the deciding worker w, or on the shared outside counters when
- * the caller is not one of s's workers. */
-static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int id)
+/* Adds n to counter id on the deciding worker w, or on the shared outside
+ * counters when the caller is not one of s's workers (w NULL, or a worker
+ * of another scheduler). */
+static inline void usched__stat_count(struct usched__wk *w, struct usched *s, int id, uint64_t n)
 {
     if (w && w->s == s)
-        usched__stat_add(&w->stats, id, 1);
+        usched__stat_add(&w->stats, id, n);
     else
-        usched__stat_add_atomic(&s->outside_stats, id, 1);
+        usched__stat_add_atomic(&s->outside_stats, id, n);
+}
+
+static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int id)
+{
+    usched__stat_count(w, s, id, 1);
 }
 
 /* Wake-up latency (trace.h): is this wake-up, decided on w (NULL: an outside
@@ -357,11 +358,8 @@ const struct usched_ops *usched__policy_find(const char *name);
 int usched__policy_count(void);
 const struct usched_ops *usched__policy_at(int i);
 
-/* Worker loop (sched.c). */
+/* Worker loop (sched.c). Waking workers: core/park.h. */
 void *usched__worker_main(void *arg);
-bool usched__wk_wake_parked(struct usched *s, struct usched__wk *from, int cpu); /* W3 */
-bool usched__wk_wakep(struct usched *s, struct usched__wk *from, int near); /* true: it woke one */
-void usched__wk_kick_all(struct usched *s);
 void usched__fiber_entry(void *arg);
 
 /* Fiber lifecycle (fiber.c). */
@@ -382,21 +380,16 @@ void usched__task_info_fill(const struct usched_task *t, struct usched_task_info
 void usched__pol_warn(struct usched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The stall monitor (monitor.c). start: 0 or -ENOMEM/-EAGAIN; stop joins
- * it (before the workers stop); wake is W-M (a worker left PARKED). */
+ * it (before the workers stop). Its wake-up (W-M) is the park room's. */
 int usched__monitor_start(struct usched *s);
 void usched__monitor_stop(struct usched *s);
-void usched__monitor_wake(struct usched *s);
-static inline void usched__monitor_wake_idle(struct usched *s)
-{
-    if (atomic_load_explicit(&s->mon_idle, memory_order_seq_cst)) usched__monitor_wake(s);
-}
 /* Contention (monitor.c, C1-C4): the worker's CPU is contended; it parks
  * without spinning, stays out of the idle masks, and wakep passes it over. */
 static inline bool usched__wk_contended(const struct usched__wk *w)
 {
     return atomic_load_explicit(&w->contended, memory_order_relaxed) != 0;
 }
-/* Pins w's thread to its CPU (set NULL) or to the OS CPUs of set (api.c).
+/* Pins w's thread to its CPU (set NULL) or to the OS CPUs of set (pin.c).
  * 0 or a negative errno. */
 int usched__wk_pin(struct usched *s, struct usched__wk *w, const cpu_set_t *set);
 /* The CPUs a contended worker w may be widened to (monitor.c C4): its own
@@ -432,5 +425,9 @@ int usched__idle_core_instead(struct usched *s, int cpu);
 bool usched__idle_rule_beside_busy(struct usched *s, int cpu);
 /* Another CPU of cpu's core is busy (false on a core of one CPU). */
 bool usched__idle_sibling_busy(struct usched *s, int cpu);
+/* The worker w found no work (in the masks, the policy's idle) or found
+ * work again (out of them, the policy's busy). */
+void usched__wk_go_idle(struct usched *s, struct usched__wk *w);
+void usched__wk_go_busy(struct usched *s, struct usched__wk *w);
 
 #endif

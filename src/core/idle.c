@@ -6,7 +6,7 @@
  * Both are hints for placement (policies read them through usched_pol_*):
  * a CPU leaves them when it finds work, or when a waker claims it. All
  * updates are seq_cst read-modify-writes; a CPU publishes itself idle before
- * its parking re-check (sched.c, P1-P3).
+ * its parking re-check (park.c, P1-P3).
  */
 #include "core/core.h"
 
@@ -108,4 +108,29 @@ int usched__idle_core_instead(struct usched *s, int cpu)
 {
     if (!usched__idle_rule_beside_busy(s, cpu)) return -1;
     return llc_idle_core(s, cpu);
+}
+
+/* A CPU that found no work publishes itself idle and tells the policy
+ * (usched__wk_go_idle); one that found work again clears both
+ * (usched__wk_go_busy). Owner only; each does nothing when already so. */
+void usched__wk_go_idle(usched_t *s, struct usched__wk *w)
+{
+    if (w->idle) return;
+    w->idle = 1;
+    usched__idle_set(s, w->cpu);
+    if (s->ops->idle) {
+        struct usched_cpu_event ev = {.size = sizeof ev, .cpu = w->cpu};
+        s->ops->idle(&s->pol, &ev);
+    }
+}
+
+void usched__wk_go_busy(usched_t *s, struct usched__wk *w)
+{
+    if (!w->idle) return;
+    w->idle = 0;
+    usched__idle_clear(s, w->cpu);
+    if (s->ops->busy) {
+        struct usched_cpu_event ev = {.size = sizeof ev, .cpu = w->cpu};
+        s->ops->busy(&s->pol, &ev);
+    }
 }

@@ -69,13 +69,13 @@
  *       percent or more of (run time + run delay) makes it contended, less
  *       than half that ends it; with less evidence (it mostly parked) the
  *       verdict stands. w->contended carries it (relaxed: a hint).
- *   C2. a contended worker parks without spinning (sched.c, find_work): a
+ *   C2. a contended worker parks without spinning (steal.c, find_idle): a
  *       spinner burns its share of a shared CPU, and a sleeper is run
  *       sooner by the kernel when woken (contend_nospin). When its park
  *       re-check finds work with more left, it wakes one more CPU, as the
  *       last spinner would. Only workers of a live, unemulated topology
  *       are judged: virtual ones outnumber the CPUs and wait by design.
- *   C3. wakep wakes it only when no uncontended CPU is parked (sched.c;
+ *   C3. wakep wakes it only when no uncontended CPU is parked (park.c;
  *       contend_wake_skips). It stays in the idle masks: a policy that
  *       finds no idle CPU there may queue work on the shared queue and kick
  *       a busy CPU, and a parked CPU it cannot see would not run it.
@@ -100,7 +100,7 @@
 #include <unistd.h>
 
 #include "base/fault.h"
-#include "core/queue.h"
+#include "core/park.h"
 
 #define MON_WARNED 64          /* fibers remembered as warned about */
 #define MON_MIN_PERIOD_NS 500000ull /* 0.5 ms: the monitor's shortest sleep */
@@ -133,9 +133,10 @@ struct usched__mon {
     unsigned nwarned;
 };
 
+/* The monitor is no worker: its counts go to the outside counters. */
 static void mon_stat(usched_t *s, int id, uint64_t n)
 {
-    if (n) usched__stat_add_atomic(&s->outside_stats, id, n);
+    if (n) usched__stat_count(NULL, s, id, n);
 }
 
 /* Once per fiber (the last MON_WARNED fibers reported are remembered). */
@@ -216,7 +217,7 @@ static unsigned move_queues(usched_t *s, struct usched__wk *w, bool steals)
         }
     }
     /* The next slot and the run queue, only where no CPU steals: otherwise
-     * idle CPUs take them in topology order, next slot included (sched.c,
+     * idle CPUs take them in topology order, next slot included (steal.c,
      * steal). The next slot's fiber is ours only once the CAS took it. */
     struct usched_task *t = NULL;
     if (steals) goto out;
@@ -392,7 +393,7 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
 static void sleep_if_idle(usched_t *s, struct usched__mon *m)
 {
     atomic_store_explicit(&s->mon_idle, 1, memory_order_seq_cst);                 /* M1 */
-    usched__full_fence(); /* before M2's load, under emulators too (sched.c, P2) */
+    usched__full_fence(); /* before M2's load, under emulators too (park.c, P2) */
     if (atomic_load_explicit(&s->nparked, memory_order_seq_cst) == (uint32_t)s->ncpus && /* M2 */
         !atomic_load_explicit(&m->stop, memory_order_seq_cst)) {
         mon_stat(s, USCHED_STAT_monitor_sleeps, 1);
@@ -417,16 +418,10 @@ static void *monitor_main(void *arg)
             sleep_if_idle(s, m);
             continue;
         }
-        struct timespec ts = {(time_t)(period / 1000000000ull), (long)(period % 1000000000ull)};
+        struct timespec ts = usched__ns_timespec(period);
         usched__futex(&m->stop, FUTEX_WAIT, 0, &ts);
     }
     return NULL;
-}
-
-void usched__monitor_wake(usched_t *s)
-{
-    if (atomic_exchange_explicit(&s->mon_idle, 0, memory_order_seq_cst))
-        usched__futex(&s->mon_idle, FUTEX_WAKE, 1, NULL);
 }
 
 /* C1's files, opened before usched_start returns: a file descriptor the
@@ -475,7 +470,7 @@ void usched__monitor_stop(usched_t *s)
     if (!m) return;
     atomic_store_explicit(&m->stop, 1, memory_order_seq_cst);
     usched__futex(&m->stop, FUTEX_WAKE, 1, NULL);
-    usched__monitor_wake(s);
+    usched__park_wake_monitor(s);
     pthread_join(m->thread, NULL);
     for (int c = 0; c < s->ncpus; c++)
         if (m->cpu[c].ss_fd >= 0) close(m->cpu[c].ss_fd);

@@ -5,8 +5,9 @@
  * the inbox). Inline: they are the hot path of every hand-off.
  *
  * Who may call what: wk_local_put, wk_ring_put, wk_bound_* and
- * wk_inbox_drain on the worker that owns w only; wk_inbox_put and the gq_
- * functions from any thread.
+ * wk_inbox_drain on the worker that owns w only; the gq_ functions from any
+ * thread. Handing a fiber to another CPU's inbox wakes it: that is the park
+ * room's (core/park.h, usched__wk_inbox_put).
  */
 #ifndef USCHED_CORE_QUEUE_H
 #define USCHED_CORE_QUEUE_H
@@ -19,12 +20,6 @@ void usched__gq_push_many(struct usched *s, struct usched_task **v, unsigned n);
 struct usched_task *usched__gq_pop_locked(struct usched *s);
 /* Takes t out of the global queue if it is the oldest one there (queue.c). */
 bool usched__gq_take_head(struct usched *s, struct usched_task *t);
-
-static inline struct usched_task *usched__gq_pop(struct usched *s)
-{
-    if (atomic_load_explicit(&s->gq_n, memory_order_acquire) == 0) return NULL;
-    return usched__gq_pop_locked(s);
-}
 
 static inline void usched__gq_push(struct usched *s, struct usched_task *t)
 {
@@ -181,26 +176,17 @@ static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, 
     return true;
 }
 
-/* W3 [model: W3] (sched.c): wake CPU `cpu` if it is parked (on its futex or in the poller). */
-static inline void usched__wk_kick(struct usched *s, struct usched__wk *from, int cpu)
+/* The fiber this CPU's ring gives next: its descriptor's first two lines,
+ * which its prologue writes (cpu, the stack it trades), asked for while the
+ * one just popped runs. Stolen fibers and fibers woken elsewhere come with
+ * those lines in another CPU's cache. */
+static inline void usched__wk_prefetch_next(struct usched__wk *w)
 {
-    uint32_t st = atomic_load_explicit(&s->wk[cpu]->state, memory_order_seq_cst);
-    if (st == WK_PARKED || st == WK_PARKED_POLL) usched__wk_wake_parked(s, from, cpu);
-}
-
-/* W1-W3 (sched.c): hand t to CPU `cpu` from another thread. */
-static inline void usched__wk_inbox_put(struct usched *s, struct usched__wk *from, struct usched_task *t,
-                                        int cpu)
-{
-    struct usched__wk *w = s->wk[cpu];
-    if (from) from->handoff = 1; /* the partner is likely to answer: spin for it */
-    atomic_fetch_add_explicit(&w->inbox_n, 1, memory_order_relaxed);
-    /* W1 and W2 [model: W2] in one instruction: the push's exchange is a seq_cst
-     * read-modify-write, so with the seq_cst load of the state in W3 (and
-     * the parker's seq_cst store P1 and seq_cst inbox check P3) both
-     * sides' accesses are in one total order: no separate fence needed. */
-    usched__inbox_push(&w->inbox, &t->node); /* W1, W2 */
-    usched__wk_kick(s, from, cpu);            /* W3 */
+    const char *n = usched__ring_peek_lifo(&w->ring);
+    if (n) {
+        usched__prefetch_w(n);
+        usched__prefetch_w(n + 64);
+    }
 }
 
 static inline struct usched_task *usched__task_of_node(usched__mpsc_node_t *n)

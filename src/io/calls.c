@@ -281,7 +281,7 @@ static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
                     break;
                 }
                 usched_sleep_ns(RETRY_LATER_NS);
-                if (atomic_load(&pd->closing)) { /* C1 wakes waiters, not this sleep */
+                if (atomic_load(&pd->closing)) { /* F1 wakes waiters, not this sleep */
                     n = -EBADF;
                     break;
                 }

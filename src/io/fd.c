@@ -30,19 +30,19 @@
  *     nobody may be polling to advance ev.
  *
  * Close (usched_close), numbered for the code below:
- *   C1. under the pd lock: closing = CLOSING_WAKE, every waiter claimed with
+ *   F1. under the pd lock: closing = CLOSING_WAKE, every waiter claimed with
  *       -EBADF, woken after the unlock;
- *   C2. calls in progress hold a reference (refs); a call takes it and then
+ *   F2. calls in progress hold a reference (refs); a call takes it and then
  *       checks closing (both seq_cst, usched__pd_enter), close stores
  *       closing and then waits for refs == 0, so no call uses the fd once it
  *       is closed;
- *   C3. under the lock: seq++ and the pd forgets the incarnation
+ *   F3. under the lock: seq++ and the pd forgets the incarnation
  *       (registration, kind, drained) and closing = CLOSING_RELEASE; then
  *       close(2); then, under the lock and only if no fresh fd took the
  *       number meanwhile (seq unchanged), closing = 0. The kernel drops
  *       the fd from the epoll set; an event already queued for it carries
  *       the old seq.
- *   C4. a call that starts while the number is being released
+ *   F4. a call that starts while the number is being released
  *       (CLOSING_RELEASE) waits for close(2) to end and starts again: on a
  *       free number it fails with -EBADF, on a number that a fresh fd took
  *       meanwhile too (seq moved); only on a number some other open(2),
@@ -102,7 +102,7 @@ void usched__pd_unlock(struct usched__pd *pd)
     usched__wq_unlock(&pd->q[0]);
 }
 
-/* Under the lock: forget the incarnation (C3; a fresh fd). */
+/* Under the lock: forget the incarnation (F3; a fresh fd). */
 static void forget(struct usched__pd *pd)
 {
     atomic_store_explicit(&pd->seq, atomic_load_explicit(&pd->seq, memory_order_relaxed) + 1,
@@ -124,7 +124,7 @@ void usched__pd_fresh(int fd)
     pd->nonblock = 1; /* accept4/socket were asked for O_NONBLOCK */
     atomic_store_explicit(&pd->closing, CLOSING_NONE, memory_order_relaxed);
     usched_task_t *chain = NULL;
-    for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain); /* C4 */
+    for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain); /* F4 */
     usched__pd_unlock(pd);
     usched__wq_wake_chain(chain, 0);
 }
@@ -179,12 +179,12 @@ int usched__pd_set_nonblock(struct usched__pd *pd, int fd)
 int usched__pd_enter(struct usched__pd *pd)
 {
     for (;;) {
-        atomic_fetch_add(&pd->refs, 1); /* C2 */
+        atomic_fetch_add(&pd->refs, 1); /* F2 */
         uint32_t c = atomic_load(&pd->closing);
         if (c == CLOSING_NONE) return 0;
         atomic_fetch_sub(&pd->refs, 1);
         if (c == CLOSING_WAKE) return -EBADF;
-        /* C4: CLOSING_RELEASE. Wait for close(2) to end, then start afresh
+        /* F4: CLOSING_RELEASE. Wait for close(2) to end, then start afresh
          * on whatever the number is then - unless a fresh fd (accept,
          * socket) took it meanwhile: that incarnation began after this call
          * did, which belongs to the one just closed. */
@@ -336,7 +336,7 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events)
 
 int usched__pd_close(struct usched__pd *pd, int fd)
 {
-    /* C1 */
+    /* F1 */
     for (;;) {
         usched__pd_lock(pd);
         uint32_t c = atomic_load(&pd->closing);
@@ -355,8 +355,8 @@ int usched__pd_close(struct usched__pd *pd, int fd)
     for (int d = 0; d < 3; d++) chain = usched__wq_claim_all(&pd->q[d], -EBADF, chain);
     usched__pd_unlock(pd);
     usched__wq_wake_chain(chain, 0);
-    /* C2: the store of closing before the loads of refs, under emulators
-     * too (core/sched.c, P2) */
+    /* F2: the store of closing before the loads of refs, under emulators
+     * too (core/park.c, P2) */
     usched__full_fence();
     while (atomic_load(&pd->refs)) {
         if (usched__current())
@@ -364,7 +364,7 @@ int usched__pd_close(struct usched__pd *pd, int fd)
         else
             sched_yield();
     }
-    /* C3 */
+    /* F3 */
     usched__pd_lock(pd);
     forget(pd);
     uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "core/poller.h"
+#include "core/park.h"
 #include "sync/waitq.h"
 
 /* Events read per epoll call: a blocking poll takes up to IO_EVENTS (Go
@@ -25,7 +25,7 @@
 /* Per-CPU poll bookkeeping, owner worker only. */
 struct usched__io_cpu {
     uint32_t picks;     /* picks since this CPU last polled while busy */
-    int nev;            /* events buffered by usched__io_park */
+    int nev;            /* events buffered by io_park */
     uint64_t defer_ns;    /* length of this CPU's current poller deferral, 0 none */
     uint64_t defer_start; /* when it began */
     struct epoll_event *ev;
@@ -85,7 +85,7 @@ int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io);
 uint32_t usched__pd_ev(struct usched__pd *pd, int dir); /* events seen in direction dir */
 void usched__pd_lock(struct usched__pd *pd);
 void usched__pd_unlock(struct usched__pd *pd);
-/* A call in progress on fd (C2 in fd.c): takes the reference, or returns
+/* A call in progress on fd (F2 in fd.c): takes the reference, or returns
  * -EBADF while usched_close retires the fd; usched__pd_exit drops it. */
 int usched__pd_enter(struct usched__pd *pd);
 void usched__pd_exit(struct usched__pd *pd);

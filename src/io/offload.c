@@ -64,8 +64,9 @@ static int64_t idle_ms = 10000; /* under lock: of the last submitter's scheduler
 /* Pool threads inside O5. The woken fiber may finish and its scheduler be
  * destroyed while the waker still touches the scheduler (its counters, the
  * woken CPU's state word, outside_wakers): usched_destroy waits for this to
- * be 0 (usched__io_fini) before it frees anything. Set before the wake
- * (seq_cst), while the fiber is still blocked and so still alive. */
+ * be 0 (the I/O backend's fini, io_fini in poller.c) before it frees
+ * anything. Set before the wake (seq_cst), while the fiber is still blocked
+ * and so still alive. */
 static _Atomic int waking;
 
 static void *pool_main(void *arg)

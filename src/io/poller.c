@@ -27,9 +27,10 @@
  *     there when no other does - except while another CPU spins: then the
  *     parking CPU leaves the role to the spinner's polls for the length of a
  *     spin and looks again, and renews the deferral, doubled up to 1 ms,
- *     while the awake CPUs keep polling (usched__io_claim_poller).
+ *     while the awake CPUs keep polling (io_claim).
  *
- * The park protocol of src/core/sched.c, extended (P1-P4, W1-W3 there):
+ * The park protocol of src/core/park.c, extended (P1-P4, W1-W3 there), as
+ * this file's park backend (core/park.h, registered at load):
  *   P1'. the parking CPU claims the role (CAS poller -1 -> cpu) and stores
  *        state = PARKED_POLL instead of PARKED (seq_cst);
  *   P2, P3 as for PARKED; if P3 finds work it releases the role;
@@ -76,7 +77,7 @@
 #include "io/io_impl.h"
 
 #define EV_WAKE UINT64_MAX /* epoll_data of evfd */
-/* The bounds of a poller deferral (usched__io_claim_poller): the shortest,
+/* The bounds of a poller deferral (io_claim): the shortest,
  * for spin_us 0 (a spinner still makes a full round of 4 passes), and the
  * longest, for a large spin_us (readiness waits at most that long when the
  * spinner finds work). Not tuned. */
@@ -86,17 +87,10 @@
 static _Atomic uint64_t next_io_id = 1;
 static _Atomic int pwait2_missing; /* epoll_pwait2 returned ENOSYS once */
 
-static void io_stat(usched_t *s, struct usched__wk *w, int id)
-{
-    if (w && w->s == s)
-        usched__stat_add(&w->stats, id, 1);
-    else
-        usched__stat_add_atomic(&s->outside_stats, id, 1);
-}
 
 /* ---- start, create, finish ------------------------------------------------ */
 
-/* The soft RLIMIT_NOFILE before usched__io_start raised it, and the value
+/* The soft RLIMIT_NOFILE before io_start raised it, and the value
  * it set; written once, before any fork can run the handler. */
 static struct rlimit nofile_orig, nofile_raised;
 
@@ -111,7 +105,7 @@ static void nofile_restore_child(void)
         setrlimit(RLIMIT_NOFILE, &nofile_orig);
 }
 
-void usched__io_start(usched_t *s)
+static void io_start(usched_t *s)
 {
     (void)s;
     /* A server holds thousands of fds: raise the soft limit to the hard one
@@ -207,7 +201,7 @@ int usched__io_get(usched_t *s, struct usched__io **out)
     return 0;
 }
 
-void usched__io_fini(usched_t *s)
+static void io_fini(usched_t *s)
 {
     usched__offload_quiesce();
     struct usched__io *io = atomic_exchange(&s->io, NULL);
@@ -227,7 +221,7 @@ void usched__io_fini(usched_t *s)
 #define IO_BROKEN_SLEEP_NS 10000000ull
 static void poll_failed(struct usched__io *io, int err, uint64_t timeout_ns)
 {
-    io_stat(io->s, usched__self_wk(), USCHED_STAT_io_poll_errors);
+    usched__stat_inc(usched__self_wk(), io->s, USCHED_STAT_io_poll_errors);
     if (!atomic_exchange(&io->poll_err, err))
         fprintf(stderr, "usched: io: epoll_wait failed: %s; I/O readiness is now seen late (io_poll_errors)\n",
                 strerror(err));
@@ -245,7 +239,7 @@ static int io_wait(struct usched__io *io, struct epoll_event *ev, int max, uint6
     if (timeout_ns == 0) {
         n = epoll_wait(io->epfd, ev, max, 0);
     } else if (!atomic_load_explicit(&pwait2_missing, memory_order_relaxed)) {
-        struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+        struct timespec ts = usched__ns_timespec(timeout_ns);
         n = epoll_pwait2(io->epfd, ev, max, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
         if (n < 0 && errno == ENOSYS) {
             atomic_store(&pwait2_missing, 1); /* kernels before 5.11 */
@@ -264,7 +258,7 @@ static int io_wait(struct usched__io *io, struct epoll_event *ev, int max, uint6
 }
 
 /* Wakes the waiters of the ready fds (evfd's event is skipped: only the
- * role holder consumes it, in usched__io_park, B3). */
+ * role holder consumes it, in io_park, B3). */
 static void dispatch(struct usched__io *io, struct epoll_event *ev, int n)
 {
     (void)io;
@@ -289,11 +283,11 @@ static void poll_nb(struct usched__io *io, struct usched__wk *w, int max, bool i
     if (max > IO_EVENTS_BUSY) max = IO_EVENTS_BUSY;
     int n = io_wait(io, ev, max, 0);
     atomic_store_explicit(&io->polling, 0, memory_order_release);
-    io_stat(io->s, w, USCHED_STAT_io_polls);
+    usched__stat_inc(w, io->s, USCHED_STAT_io_polls);
     dispatch(io, ev, n);
 }
 
-void usched__io_tick_slow(struct usched__wk *w)
+static void io_tick(struct usched__wk *w)
 {
     usched_t *s = w->s;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
@@ -315,7 +309,7 @@ void usched__io_tick_slow(struct usched__wk *w)
     poll_nb(io, w, IO_EVENTS_BUSY, false);
 }
 
-void usched__io_poll_idle(struct usched__wk *w)
+static void io_poll_idle(struct usched__wk *w)
 {
     struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
     if (io) poll_nb(io, w, IO_EVENTS_BUSY, true);
@@ -340,12 +334,13 @@ void usched__io_poll_idle(struct usched__wk *w)
  * ends the series; when they stop polling (a fiber that computes), the next
  * look finds no poll since and takes the role: readiness then waits at most
  * one deferral, IO_DEFER_MAX_NS. */
-bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_until)
+static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *defer_until)
 {
     *defer_until = UINT64_MAX;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return false;
-    struct usched__io_cpu *c = &io->cpu[cpu];
+    if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return USCHED__PARK_FUTEX;
+    struct usched__io_cpu *c = &io->cpu[w->cpu];
+    int why = USCHED__PARK_DEFERRED;
     if (atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
         uint64_t len = 0;
         if (renew && c->defer_ns &&
@@ -353,7 +348,7 @@ bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_u
             atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) > c->defer_start) {
             len = 2 * c->defer_ns;
             if (len > IO_DEFER_MAX_NS) len = IO_DEFER_MAX_NS;
-            io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_renewed);
+            why = USCHED__PARK_RENEWED;
         } else if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0) {
             uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
             len = spin < IO_DEFER_MIN_NS ? IO_DEFER_MIN_NS : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS : spin;
@@ -363,25 +358,25 @@ bool usched__io_claim_poller(usched_t *s, int cpu, bool renew, uint64_t *defer_u
             c->defer_ns = len;
             c->defer_start = now;
             *defer_until = now + len;
-            io_stat(s, s->wk[cpu], USCHED_STAT_io_poller_deferred);
-            return false;
+            return why; /* counted by the core (park.c) */
         }
     }
     c->defer_ns = 0;
     int32_t none = -1;
-    return atomic_compare_exchange_strong(&io->poller, &none, cpu);
+    return atomic_compare_exchange_strong(&io->poller, &none, w->cpu) ? USCHED__PARK_CLAIMED : USCHED__PARK_FUTEX;
 }
 
-void usched__io_unclaim(usched_t *s)
+static void io_unclaim(usched_t *s, struct usched__wk *w)
 {
+    (void)w;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     atomic_store_explicit(&io->poller, -1, memory_order_release);
 }
 
 /* P4': blocks in epoll until deadline_ns (UINT64_MAX: no timer), releases
- * the role and buffers the events; usched__io_dispatch runs them once the
- * core has left PARKED_POLL. */
-void usched__io_park(struct usched__wk *w, uint64_t deadline_ns)
+ * the role and buffers the events; io_dispatch runs them once the core has
+ * left PARKED_POLL. */
+static void io_park(struct usched__wk *w, uint64_t deadline_ns)
 {
     struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
     struct usched__io_cpu *c = &io->cpu[w->cpu];
@@ -390,7 +385,6 @@ void usched__io_park(struct usched__wk *w, uint64_t deadline_ns)
         uint64_t now = usched__now_ns();
         timeout = deadline_ns > now ? deadline_ns - now : 0;
     }
-    usched__stat_add(&w->stats, USCHED_STAT_io_poll_blocks, 1);
     c->nev = timeout ? io_wait(io, c->ev, IO_EVENTS, timeout) : 0;
     /* B3, while still holding the role: a CPU that takes the role after us
      * must never find wake_sig set with evfd's count already consumed. */
@@ -404,7 +398,7 @@ void usched__io_park(struct usched__wk *w, uint64_t deadline_ns)
     atomic_store_explicit(&io->poller, -1, memory_order_release);
 }
 
-void usched__io_dispatch(struct usched__wk *w)
+static void io_dispatch(struct usched__wk *w)
 {
     struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
     struct usched__io_cpu *c = &io->cpu[w->cpu];
@@ -413,15 +407,41 @@ void usched__io_dispatch(struct usched__wk *w)
     dispatch(io, c->ev, n);
 }
 
-/* W3': B1, B2. */
-void usched__io_break(usched_t *s)
+/* W3': B1, B2. One epoll set for all CPUs: w (NULL at shutdown) is the
+ * role holder, or no one; either way the eventfd breaks the blocked poll.
+ * True when this call wrote it (io_breaks, counted by the core). */
+static bool io_break(usched_t *s, struct usched__wk *w)
 {
+    (void)w;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    if (!io) return;
+    if (!io) return false;
     uint32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&io->wake_sig, &zero, 1)) return;
+    if (!atomic_compare_exchange_strong(&io->wake_sig, &zero, 1)) return false;
     uint64_t one = 1;
     ssize_t r = write(io->evfd, &one, sizeof one);
     (void)r;
-    io_stat(s, usched__self_wk(), USCHED_STAT_io_breaks);
+    return true;
+}
+
+/* The "epoll shared" park backend (core/park.h): one epoll set per
+ * scheduler, one parked CPU at a time blocked in it. */
+static const struct usched__park_backend epoll_shared = {
+    .name = "epoll-shared",
+    .wake_stat = USCHED_STAT_io_breaks,
+    .start = io_start,
+    .fini = io_fini,
+    .tick = io_tick,
+    .poll = io_poll_idle,
+    .claim = io_claim,
+    .unclaim = io_unclaim,
+    .wait = io_park,
+    .dispatch = io_dispatch,
+    .wake = io_break,
+};
+
+/* Registered when the library is loaded, before any scheduler can start:
+ * the core then parks in it whenever fibers wait on descriptors. */
+__attribute__((constructor)) static void io_register(void)
+{
+    usched__park_register(&epoll_shared);
 }

@@ -5,7 +5,7 @@
  * found the bit set (core/idle.c, usched__idle_claim). Searches and counts use
  * relaxed loads: the mask is a hint. Whether the CPU is really parked is its
  * worker's state word, which a waker CASes before a futex wake-up (W3 in
- * core/sched.c); the masks never decide that.
+ * core/park.c); the masks never decide that.
  */
 #include <errno.h>
 #include <stdlib.h>

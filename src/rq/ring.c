@@ -31,17 +31,17 @@
  * discards the copies.
  *
  * Owner takes at the tail (LIFO pop, or taking one given item out of the
- * middle for an inline join), protocol T1-T4:
- *   T1. find the item at index i in [h, t) (i = t - 1 for a pop);
- *   T2. store tail = i: consumers that load tail from now on stay below i;
- *   T3. CAS head (h, tag) -> (h, tag + 1), release, retried while head <= i.
- *       A consumer that loaded tail before T2 loaded head before T3 (it
- *       loads head first, acquire, and T3 is release after T2): its CAS
- *       expects the old tag, so it fails if T3 came first; if its CAS came
- *       first, it took at most half of what it saw, and T3 reloads head and
+ * middle for an inline join), protocol E1-E4:
+ *   E1. find the item at index i in [h, t) (i = t - 1 for a pop);
+ *   E2. store tail = i: consumers that load tail from now on stay below i;
+ *   E3. CAS head (h, tag) -> (h, tag + 1), release, retried while head <= i.
+ *       A consumer that loaded tail before E2 loaded head before E3 (it
+ *       loads head first, acquire, and E3 is release after E2): its CAS
+ *       expects the old tag, so it fails if E3 came first; if its CAS came
+ *       first, it took at most half of what it saw, and E3 reloads head and
  *       sees whether item i went with it (head > i: stolen, restore tail = t
- *       and fail). After T3 no consumer can take index i or above;
- *   T4. move the items above i down one slot (they are beyond the tail, no
+ *       and fail). After E3 no consumer can take index i or above;
+ *   E4. move the items above i down one slot (they are beyond the tail, no
  *       consumer reads them) and store tail = t - 1, release (R1).
  * So the owner's pop costs one CAS, like Go's runqget, and a thief's
  * steal-half stays one CAS; a push stays a plain release store. A steal-half
@@ -103,7 +103,7 @@ static inline uint64_t hword(uint64_t old, uint32_t idx)
 
 static inline uint64_t load_head(const usched__ring_spmc_t *r)
 {
-    /* Acquire: pairs with the release CAS of head (R2, T3). */
+    /* Acquire: pairs with the release CAS of head (R2, E3). */
     return atomic_load_explicit(&r->head, memory_order_acquire);
 }
 
@@ -117,7 +117,7 @@ static inline void slot_put(usched__ring_spmc_t *r, uint32_t i, void *item)
     atomic_store_explicit(&r->slots[i & RQ_MASK], item, memory_order_relaxed);
 }
 
-/* Commits the consumption of [h, h + n) (or, n = 0, only bumps the tag, T3).
+/* Commits the consumption of [h, h + n) (or, n = 0, only bumps the tag, E3).
  * Release on success (R2); a failure only tells the caller to retry, which
  * reloads head with acquire. */
 static inline bool head_cas(usched__ring_spmc_t *r, uint64_t hw, uint32_t n)
@@ -173,15 +173,15 @@ void *usched__ring_pop(usched__ring_spmc_t *r)
     }
 }
 
-/* T2-T4 for the item at index i of [h, t) (hw: the head word read at T1).
+/* E2-E4 for the item at index i of [h, t) (hw: the head word read at E1).
  * True when the item at i is the caller's, now out of the ring. */
 static bool take_at(usched__ring_spmc_t *r, uint64_t hw, uint32_t t, uint32_t i)
 {
     uint32_t h = hidx(hw);
-    /* T2. Release, like every store of tail: a consumer that reads this
+    /* E2. Release, like every store of tail: a consumer that reads this
      * value must also see the items below it (R1). */
     atomic_store_explicit(&r->tail, i, memory_order_release);
-    while (!head_cas(r, hw, 0)) {                             /* T3 */
+    while (!head_cas(r, hw, 0)) {                             /* E3 */
         hw = load_head(r);
         if (hidx(hw) - h > i - h) {
             /* A consumer took index i: [head, t) is still intact. */
@@ -189,7 +189,7 @@ static bool take_at(usched__ring_spmc_t *r, uint64_t hw, uint32_t t, uint32_t i)
             return false;
         }
     }
-    for (uint32_t j = i; j + 1 != t; j++) /* T4 */
+    for (uint32_t j = i; j + 1 != t; j++) /* E4 */
         slot_put(r, j, slot_get(r, j + 1));
     atomic_store_explicit(&r->tail, t - 1, memory_order_release); /* R1 */
     return true;
@@ -200,7 +200,7 @@ void *usched__ring_pop_lifo(usched__ring_spmc_t *r)
     uint32_t t = own_tail(r);
     uint64_t hw = load_head(r);
     if (t == hidx(hw)) return NULL;
-    void *item = slot_get(r, t - 1); /* T1 */
+    void *item = slot_get(r, t - 1); /* E1 */
     return take_at(r, hw, t, t - 1) ? item : NULL;
 }
 
@@ -217,7 +217,7 @@ bool usched__ring_take(usched__ring_spmc_t *r, const void *item)
         uint64_t hw = load_head(r);
         uint32_t h = hidx(hw), i = t;
         if (t == h) return false;
-        /* T1: the oldest first (joins in spawn order find their child
+        /* E1: the oldest first (joins in spawn order find their child
          * there), then newest first (the child spawned last). */
         if (slot_get(r, h) != item) {
             do {
@@ -258,7 +258,7 @@ static uint32_t grab(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief, ui
         if (n == 0) return 0;
         n -= n / 2;
         /* h was loaded before t, so a stale h can make t - h look larger than
-         * the ring (a racing spill, or the owner's T2 lowering the tail below
+         * the ring (a racing spill, or the owner's E2 lowering the tail below
          * a head that moved, can make it so briefly): reload. */
         if (n > RQ_HALF) continue;
         for (uint32_t i = 0; i < n; i++)
@@ -293,7 +293,7 @@ void *usched__ring_steal_one(usched__ring_spmc_t *victim)
         uint32_t t = atomic_load_explicit(&victim->tail, memory_order_acquire);
         uint32_t n = t - h;
         if (n == 0) return NULL;
-        if (n > RQ_RING_SIZE) continue; /* h went stale before t was read (or T2) */
+        if (n > RQ_RING_SIZE) continue; /* h went stale before t was read (or E2) */
         /* Read the slot before the CAS: once head passes h the owner may
          * overwrite it, and then our CAS fails. */
         void *item = slot_get(victim, h);
@@ -305,8 +305,8 @@ uint32_t usched__ring_len(const usched__ring_spmc_t *r)
 {
     /* If the head word (index and tag) is unchanged around the tail load,
      * then (h, t) was the state at the moment tail was read. That length is
-     * in [0, RQ_RING_SIZE] except inside an owner's take (T2 lowered the
-     * tail, a consumer then moved head past it, T3 has not restored it):
+     * in [0, RQ_RING_SIZE] except inside an owner's take (E2 lowered the
+     * tail, a consumer then moved head past it, E3 has not restored it):
      * the ring is being emptied then, so report 0. */
     for (;;) {
         uint64_t hw = load_head(r);

@@ -51,7 +51,7 @@ int usched__ring_push(usched__ring_spmc_t *r, void *item);
 unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **spill);
 /* Owner only. Pops the oldest item (the head end: FIFO); NULL when empty. */
 void *usched__ring_pop(usched__ring_spmc_t *r);
-/* Owner only. Pops the newest item (the tail end: LIFO) with one CAS (T1-T4
+/* Owner only. Pops the newest item (the tail end: LIFO) with one CAS (E1-E4
  * in ring.c); NULL when empty or when a thief took the last one. */
 void *usched__ring_pop_lifo(usched__ring_spmc_t *r);
 /* Owner only. The item the next LIFO pop would return, or NULL when empty;

@@ -14,17 +14,16 @@
  * (glibc's own semaphores rely on the same argument).
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
 #include "base/error.h"
+#include "base/futex.h"
 #include "base/export.h"
 #include "sync/waitq.h"
 
@@ -33,11 +32,6 @@
  * instructions, so 256 rounds outlast any holder that is running; only a
  * preempted holder makes the spinner yield. Not measured or swept. */
 enum { SPIN_BEFORE_YIELD = 256 };
-
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
-}
 
 int usched__sync_check_slow(const void *obj, const uint32_t *magic, const char *what, const char *call)
 {
@@ -137,7 +131,7 @@ void usched__wq_claim_timed(struct usched__waiter *w)
 
 void usched__wq_futex_wake(_Atomic uint32_t *word)
 {
-    futex(word, FUTEX_WAKE, 1, NULL);
+    usched__futex(word, FUTEX_WAKE, 1, NULL);
 }
 
 usched_task_t *usched__wq_claim_all(struct usched__waitq *q, int result, usched_task_t *chain)
@@ -177,7 +171,12 @@ static bool claim_timeout(struct usched__waiter *w)
     return won;
 }
 
-/* Q3 for fibers: runs on the worker that armed the timer, in host context. */
+/* Q3 for fibers: runs where the armed timer fires - on the worker that armed
+ * it, in its host context or on the stack of a fiber it runs (timers fire
+ * between picks, at a lone yield's look, and after a fiber's switch), or on
+ * the stall monitor's thread, which fires a stalled CPU's timers
+ * (core/monitor.c, T1-T3). So it takes only the wait queue's lock and wakes
+ * the fiber; it never blocks. */
 static void timer_fired(usched__timer_t *t)
 {
     struct usched__waiter *w = (struct usched__waiter *)((char *)t - offsetof(struct usched__waiter, timer));
@@ -236,7 +235,7 @@ static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint6
         uint32_t st = atomic_load_explicit(&w->state, memory_order_acquire);
         if (st != WQ_PENDING) break;
         if (deadline == UINT64_MAX) {
-            futex(&w->state, FUTEX_WAIT, WQ_PENDING, NULL);
+            usched__futex(&w->state, FUTEX_WAIT, WQ_PENDING, NULL);
             continue;
         }
         uint64_t now = usched__now_ns();
@@ -246,8 +245,8 @@ static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint6
             continue;
         }
         uint64_t d = deadline - now;
-        struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
-        futex(&w->state, FUTEX_WAIT, WQ_PENDING, &ts);
+        struct timespec ts = usched__ns_timespec(d);
+        usched__futex(&w->state, FUTEX_WAIT, WQ_PENDING, &ts);
     }
     return w->result;
 }
@@ -264,7 +263,7 @@ USCHED_EXPORT int usched_sleep_ns(uint64_t ns)
 {
     if (!usched__current()) {
         /* Outside a fiber: the thread sleeps (nanosleep). */
-        struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+        struct timespec ts = usched__ns_timespec(ns);
         while (nanosleep(&ts, &ts) != 0)
             if (errno != EINTR) return usched__error(errno, "sleep: nanosleep failed");
         return 0;

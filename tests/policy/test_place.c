@@ -28,7 +28,7 @@
  * (two packages, siblings N and N+12, CPUs alternating between packages).
  */
 #include "core/core.h"
-#include "core/queue.h"
+#include "core/park.h"
 #include "ptest.h"
 
 #define MAXC 64

@@ -1,0 +1,56 @@
+/*
+ * A worker's pick among its own queues (find_local): what the worker loop
+ * (sched.c) runs next, and the first look of the idle path (steal.c).
+ * Inline in both: it runs at every switch.
+ *
+ * Finding work, on each CPU, in order:
+ *   inbox -> next slot (at most next_cap runs in a row while other fibers
+ *   wait here) -> bound list / ring, newest first (the oldest every 31st
+ *   pick; the global queue first every 61st) -> global queue -> steal in the
+ *   policy's order -> spin -> park (the last four: steal.c, park.c).
+ */
+#ifndef USCHED_CORE_LOCAL_H
+#define USCHED_CORE_LOCAL_H
+
+#include "core/steal.h"
+
+/* find_local, prologue and finish_prev are forced inline: each switch runs
+ * all three, and their own frames (six saved registers each) were 139 of a
+ * rendezvous round trip's 1,133 instructions (bench/micro/count_locked.py). */
+#define USCHED__HOT_INLINE inline __attribute__((always_inline))
+
+static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, struct usched__wk *w)
+{
+    usched__wk_inbox_drain(s, w);
+    w->tick++;
+    struct usched_task *t;
+    if (w->tick % USCHED_GLOBAL_EVERY == 0 && (t = usched__gq_pull(s, w))) return t;
+    if (atomic_load_explicit(&w->next, memory_order_relaxed)) {
+        uint32_t cap = (uint32_t)usched__knob_get(&s->knobs, USCHED_KNOB_next_cap);
+        t = usched__wk_next_swap(s, w, NULL);
+        if (t) {
+            /* Past the cap with nothing else queued here, demoting would
+             * only pop it back (a ring push and a CAS for nothing). */
+            if (w->next_runs < cap || (!usched__ring_len(&w->ring) && !w->bound_head)) {
+                w->next_runs++;
+                return t;
+            }
+            /* Demote: a ping-pong pair must not starve the queue. */
+            usched__stat_add(&w->stats, USCHED_STAT_next_demoted, 1);
+            usched__wk_queue_oldest(s, w, t);
+        }
+    }
+    w->next_runs = 0;
+    if (w->bound_head && ((w->tick & 1) || !usched__ring_len(&w->ring))) return usched__wk_bound_get(w);
+    /* Work first: the newest fiber (the child spawned last, the fiber woken
+     * last), so fork-join trees unfold depth first; every 31st pick the
+     * oldest, so no fiber waits forever behind newer ones. */
+    if (w->tick % USCHED_FIFO_EVERY == 0 && (t = usched__ring_pop(&w->ring))) return t;
+    if ((t = usched__ring_pop_lifo(&w->ring))) {
+        usched__wk_prefetch_next(w);
+        return t;
+    }
+    return usched__wk_bound_get(w);
+}
+
+#endif
