@@ -398,7 +398,7 @@ static void sleep_if_idle(usched_t *s, struct usched__mon *m)
     if (atomic_load_explicit(&s->nparked, memory_order_seq_cst) == (uint32_t)s->ncpus && /* M2 */
         !atomic_load_explicit(&m->stop, memory_order_seq_cst)) {
         mon_stat(s, USCHED_STAT_monitor_sleeps, 1);
-        usched__statshm_publish(m->shm, s, usched__now_ns(), true); /* the final counts */
+        usched__statshm_publish(m->shm, s, true); /* the final counts */
         usched__futex(&s->mon_idle, FUTEX_WAIT, 1, NULL);                          /* M3 */
     }
     atomic_store_explicit(&s->mon_idle, 0, memory_order_relaxed);
@@ -416,7 +416,7 @@ static void *monitor_main(void *arg)
             uint64_t now = usched__now_ns();
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
         }
-        usched__statshm_publish(m->shm, s, usched__now_ns(), false); /* the live statistics */
+        usched__statshm_publish(m->shm, s, false); /* the live statistics */
         if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
             sleep_if_idle(s, m);
             continue;

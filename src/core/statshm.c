@@ -167,16 +167,18 @@ struct usched__statshm *usched__statshm_create(struct usched *s)
     m->h = p;
     *m->h = h0;
     fill_static(m, s, index);
-    usched__statshm_publish(m, s, usched__now_ns(), true);
+    usched__statshm_publish(m, s, true);
     /* The magic last: a reader that sees it sees the rest. */
     atomic_thread_fence(memory_order_release);
     memcpy(m->h->magic, USCHED_STATS_SHM_MAGIC, sizeof m->h->magic);
     return m;
 }
 
-void usched__statshm_publish(struct usched__statshm *m, struct usched *s, uint64_t now, bool force)
+void usched__statshm_publish(struct usched__statshm *m, struct usched *s, bool force)
 {
-    if (!m || (!force && now - m->last_ns < USCHED__STATSHM_PERIOD_NS)) return;
+    if (!m) return;
+    uint64_t now = usched__now_ns();
+    if (!force && now - m->last_ns < USCHED__STATSHM_PERIOD_NS) return;
     m->last_ns = now;
     struct usched_stats_shm_hdr *h = m->h;
     uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);

@@ -21,9 +21,9 @@ int usched__statshm_wanted(void);
  * NULL when not wanted, or when it cannot be made (said on stderr: the
  * program runs on without it). */
 struct usched__statshm *usched__statshm_create(struct usched *s);
-/* Rewrites the segment from s's counters: when `now` is at least
- * USCHED__STATSHM_PERIOD_NS after the last rewrite, or always with force. */
-void usched__statshm_publish(struct usched__statshm *m, struct usched *s, uint64_t now, bool force);
+/* Rewrites the segment from s's counters: when USCHED__STATSHM_PERIOD_NS
+ * passed since the last rewrite, or always with force; m NULL: nothing. */
+void usched__statshm_publish(struct usched__statshm *m, struct usched *s, bool force);
 /* Removes the segment and frees m (NULL: nothing). */
 void usched__statshm_destroy(struct usched__statshm *m);
 
