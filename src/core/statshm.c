@@ -119,7 +119,12 @@ static void fill_static(struct usched__statshm *m, struct usched *s, uint32_t in
         snprintf(base + h->names_off + (size_t)i * USCHED_STATS_SHM_NAME_LEN, USCHED_STATS_SHM_NAME_LEN, "%s",
                  usched__stat_name(i));
     uint64_t *low = (uint64_t *)(base + h->lat_low_off);
-    for (int i = 0; i < USCHED__LAT_NB; i++) low[i] = usched__lat_low(i);
+    /* Buckets SUB to 2 SUB - 1 stay empty (4 ns and up start at bucket
+     * 2 SUB, usched__lat_bucket), and usched__lat_low has no answer for
+     * them: they start where the next used one does. */
+    for (int i = 0; i < USCHED__LAT_NB; i++)
+        low[i] = i >= USCHED__LAT_SUB && i < 2 * USCHED__LAT_SUB ? usched__lat_low(2 * USCHED__LAT_SUB)
+                                                                  : usched__lat_low(i);
     bool live = usched__topo_is_live(s->topo);
     for (int c = 0; c < s->ncpus; c++) {
         struct usched_stats_shm_cpu *r = cpu_rec(h, c);
