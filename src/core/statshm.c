@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "usched/stats_shm.h"
+#include "base/atomic.h"
 #include "base/error.h"
 #include "base/fault.h"
 #include "core/queue.h"
@@ -174,7 +175,7 @@ struct usched__statshm *usched__statshm_create(struct usched *s)
     fill_static(m, s, index);
     usched__statshm_publish(m, s, true);
     /* The magic last: a reader that sees it sees the rest. */
-    atomic_thread_fence(memory_order_release);
+    usched__full_fence();
     memcpy(m->h->magic, USCHED_STATS_SHM_MAGIC, sizeof m->h->magic);
     return m;
 }
@@ -188,7 +189,7 @@ void usched__statshm_publish(struct usched__statshm *m, struct usched *s, bool f
     struct usched_stats_shm_hdr *h = m->h;
     uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&h->seq, seq + 1, __ATOMIC_RELAXED);
-    atomic_thread_fence(memory_order_release); /* odd before any rewritten field */
+    usched__full_fence(); /* odd before any rewritten field (a release fence would do) */
     h->published_ns = now;
     h->publishes++;
     h->live = atomic_load_explicit(&s->live, memory_order_relaxed);
