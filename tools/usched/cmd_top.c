@@ -538,9 +538,9 @@ static int print_json(const struct view *v, uint64_t now)
 static void fmt_ns(char *buf, size_t len, uint64_t ns, bool any)
 {
     if (!any) snprintf(buf, len, "-");
-    else if (ns < 10000) snprintf(buf, len, "%lluns", (unsigned long long)ns);
-    else if (ns < 10000000) snprintf(buf, len, "%.1fus", (double)ns / 1e3);
-    else if (ns < 10000000000ull) snprintf(buf, len, "%.1fms", (double)ns / 1e6);
+    else if (ns < 1000) snprintf(buf, len, "%lluns", (unsigned long long)ns);
+    else if (ns < 1000000) snprintf(buf, len, "%.1fus", (double)ns / 1e3);
+    else if (ns < 1000000000) snprintf(buf, len, "%.1fms", (double)ns / 1e6);
     else snprintf(buf, len, "%.1fs", (double)ns / 1e9);
 }
 
