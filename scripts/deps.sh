@@ -26,10 +26,11 @@ base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libxml2-dev libjans
 # groff-base, man-db: the man_pages test renders every page (groff, man -l);
 # spin: the model checker of model/ (make model, the model stage of CI);
 # python3: tests/trace/check_trace.py reads trace files and SVGs (json, xml);
+# tmux: tests/top runs `usched top` in a real terminal and reads its screen;
 # dbench (tbench), postgresql-client-15 (pgbench, psql), redis-tools
 #   (redis-benchmark, redis-cli), wrk: the real clients the server tests
 #   (tests/servers) drive usched's servers with.
-test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev zlib1g-dev liblzma-dev clang libclang-rt-14-dev groff-base man-db spin python3
+test_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind bzip2 libudev-dev zlib1g-dev liblzma-dev clang libclang-rt-14-dev groff-base man-db spin python3 tmux
             dbench postgresql-client-15 redis-tools wrk"
 
 aarch64_extra="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user bzip2"

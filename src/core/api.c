@@ -13,6 +13,7 @@
 #include "base/fault.h"
 #include "core/core.h"
 #include "core/park.h"
+#include "core/statshm.h"
 #include "base/error.h"
 #include "base/export.h"
 
@@ -229,7 +230,9 @@ USCHED_EXPORT int usched_start(usched_t *s)
     s->fpmode = usched__ctx_fpmode();
     bool pol_inited = false;
     char err[256];
-    int rc = usched__trace_open(s); /* a bad trace path fails here, not at the end */
+    int rc = usched__statshm_wanted(); /* a bad USCHED_STATS_SHM fails here (monitor.c makes it) */
+    if (rc < 0) return rc;
+    rc = usched__trace_open(s); /* a bad trace path fails here, not at the end */
     if (rc < 0) return rc;
     rc = usched__topo_load(&s->topo, s->topology, s->cpus, err, sizeof err);
     if (rc < 0) {

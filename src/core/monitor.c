@@ -101,6 +101,7 @@
 
 #include "base/fault.h"
 #include "core/park.h"
+#include "core/statshm.h"
 
 #define MON_WARNED 64          /* fibers remembered as warned about */
 #define MON_MIN_PERIOD_NS 500000ull /* 0.5 ms: the monitor's shortest sleep */
@@ -131,6 +132,7 @@ struct usched__mon {
     struct mon_cpu *cpu;     /* [ncpus], monitor thread only */
     uint64_t warned[MON_WARNED]; /* ids warned about (a ring) */
     unsigned nwarned;
+    struct usched__statshm *shm; /* the live statistics segment, NULL none (statshm.c) */
 };
 
 /* The monitor is no worker: its counts go to the outside counters. */
@@ -397,6 +399,7 @@ static void sleep_if_idle(usched_t *s, struct usched__mon *m)
     if (atomic_load_explicit(&s->nparked, memory_order_seq_cst) == (uint32_t)s->ncpus && /* M2 */
         !atomic_load_explicit(&m->stop, memory_order_seq_cst)) {
         mon_stat(s, USCHED_STAT_monitor_sleeps, 1);
+        usched__statshm_publish(m->shm, s, true); /* the final counts */
         usched__futex(&s->mon_idle, FUTEX_WAIT, 1, NULL);                          /* M3 */
     }
     atomic_store_explicit(&s->mon_idle, 0, memory_order_relaxed);
@@ -414,6 +417,7 @@ static void *monitor_main(void *arg)
             uint64_t now = usched__now_ns();
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
         }
+        usched__statshm_publish(m->shm, s, false); /* the live statistics */
         if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
             sleep_if_idle(s, m);
             continue;
@@ -452,11 +456,13 @@ int usched__monitor_start(usched_t *s)
     }
     for (int c = 0; c < s->ncpus; c++) m->cpu[c].ss_fd = -1;
     open_schedstat(s, m);
+    m->shm = usched__statshm_create(s);
     s->mon = m;
     int rc = -pthread_create(&m->thread, NULL, monitor_main, s);
     if (rc < 0) {
         for (int c = 0; c < s->ncpus; c++)
             if (m->cpu[c].ss_fd >= 0) close(m->cpu[c].ss_fd);
+        usched__statshm_destroy(m->shm);
         free(m->cpu);
         free(m);
         s->mon = NULL;
@@ -474,6 +480,7 @@ void usched__monitor_stop(usched_t *s)
     pthread_join(m->thread, NULL);
     for (int c = 0; c < s->ncpus; c++)
         if (m->cpu[c].ss_fd >= 0) close(m->cpu[c].ss_fd);
+    usched__statshm_destroy(m->shm);
     free(m->cpu);
     free(m);
     s->mon = NULL;

@@ -16,6 +16,7 @@
     X(serve, "run a server (tbench, pgbench, redis, http, echo) on usched")     \
     X(topo, "print the CPU topology of this machine or of an input")         \
     X(trace, "summarise a trace file, draw its timeline (--svg)")             \
+    X(top, "watch a running program's schedulers live (USCHED_STATS_SHM=1)")     \
     X(policies, "list the placement policies")                                  \
     X(knobs, "list the knobs (runtime tunables), or check a knob setting")
 
