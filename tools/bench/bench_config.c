@@ -381,6 +381,9 @@ int bench_config_parse(struct bench_config *c, int argc, char **argv, struct ben
             bool net = c->net >= 0 && (optopt == O_CLIENTS || net_only(optopt));
             if (net_only(optopt) && c->net < 0)
                 return bench_usage_error(e, "bench", "unknown option '%s'", argv[optind - 1]);
+            if (optopt == 'c' && c->net >= 0)
+                return bench_usage_error(e, NET_HELP, "%s: the layouts place server and client (--layout)",
+                                         argv[optind - 1]);
             return bench_usage_error(e, net ? NET_HELP : "bench", "option '%s' needs a value", argv[optind - 1]);
         }
         if (o == '?') return bench_usage_error(e, "bench", "unknown option '%s'", argv[optind - 1]);
