@@ -13,6 +13,8 @@
  *   args       bad arguments: exit 2, one line on stderr, nothing on stdout
  *   noise      --noise N: the report and --json say N, and no busy process
  *              outlives the run
+ *   stop       a SIGTERM of usched bench while a peer runs: the peer (in a
+ *              process group of its own) dies with it
  *   children   fib's --cutoff (in --json and on the peers' command line);
  *              --no-inline: no join runs a child inline (joins_inline 0) while
  *              every child is spawned and the result checks; one worker
@@ -24,6 +26,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -621,10 +624,68 @@ static void test_args(void)
     bad("fresh '2': must be 0 or 1", "fib", "--compare", "fresh=0;fresh=2", NULL);
 }
 
+/* ---- stop ---------------------------------------------------------------------------- */
+
+/* Whether pid has ended: gone, or a zombie (dead, not yet reaped). */
+static bool ended(pid_t pid)
+{
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    bool zombie = fgets(stat, sizeof stat, f) && strstr(stat, ") Z ");
+    fclose(f);
+    return zombie;
+}
+
+static void test_stop(void)
+{
+    char dir[] = "/tmp/usched-bench-stop-XXXXXX", pidfile[600];
+    ASSERT(mkdtemp(dir));
+    snprintf(pidfile, sizeof pidfile, "%s/peer.pid", dir);
+    /* a peer that tells its pid, then runs until it is killed */
+    write_peer(dir, "pthreads", "echo $$ >\"$(dirname \"$0\")/peer.pid.tmp\"\n"
+                                "mv \"$(dirname \"$0\")/peer.pid.tmp\" \"$(dirname \"$0\")/peer.pid\"\n"
+                                "exec sleep 600");
+    const char *argv[] = {cli, "bench", "spawn", "--policy", "usched", "--n", "200", "--runs", "1",
+                          "--no-probe", "--peers", "--peers-dir", dir, NULL};
+    struct test_proc b = test_start_argv(argv);
+    /* the state to wait for: the peer has written its pid (bounded, as a hang) */
+    FILE *f = NULL;
+    for (int i = 0; i < 120000 && !(f = fopen(pidfile, "r")); i++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!f) TEST_FAIL_("the peer never started (no %s)", pidfile);
+    int peer = 0;
+    ASSERT_EQ(fscanf(f, "%d", &peer), 1);
+    fclose(f);
+    ASSERT_EQ(kill(b.pid, SIGTERM), 0);
+    int st;
+    ASSERT_EQ(waitpid(b.pid, &st, 0), b.pid);
+    fclose(b.out);
+    bool dead = false;
+    for (int i = 0; i < 60000 && !(dead = ended(peer)); i++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!dead) {
+        kill(peer, SIGKILL);
+        TEST_FAIL_("the peer (pid %d) outlived usched bench (its %s %d)", peer,
+                   WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    char path[600];
+    snprintf(path, sizeof path, "%s/peer-pthreads", dir);
+    unlink(path);
+    unlink(pidfile);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args|peerdir|progress|noise|children\n", argv[0]);
+        fprintf(stderr, "usage: %s <usched binary> workloads|compare|peers|args|peerdir|progress|noise|children|stop\n", argv[0]);
         return 2;
     }
     cli = argv[1];
@@ -644,6 +705,8 @@ int main(int argc, char **argv)
         test_noise();
     else if (!strcmp(argv[2], "children"))
         test_children();
+    else if (!strcmp(argv[2], "stop"))
+        test_stop();
     else
         TEST_FAIL_("unknown part '%s'", argv[2]);
     printf("bench cli %s: ok\n", argv[2]);

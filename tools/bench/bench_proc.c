@@ -81,7 +81,9 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-void bench_proc_guard(void)
+/* The signal handlers that kill the running groups, installed with the
+ * first process started. */
+static void guard(void)
 {
     static bool installed;
     if (installed) return;
@@ -145,6 +147,7 @@ int bench_proc_start(struct bench_proc *p, char *const *argv, const struct bench
     int fd[2] = {-1, -1}, ex[2];
     p->out = -1;
     p->pid = 0;
+    guard();
     if (o->capture && pipe2(fd, O_CLOEXEC) < 0) {
         snprintf(err, len, "pipe: %s", strerror(errno));
         return -1;

@@ -5,10 +5,10 @@
  *
  * A process starts in a process group of its own, which is killed when it
  * is stopped (tbench_srv forks a process per connection, nginx its
- * workers); a SIGINT, SIGTERM or SIGHUP of usched bench kills the groups
- * still running on its way out (their own groups keep the terminal's
- * Ctrl-C from reaching them), and removes the temporary directories of
- * bench_proc_tmpdir.
+ * workers); a SIGINT, SIGTERM or SIGHUP of usched bench (handled from the
+ * first start on) kills the groups still running on its way out (their own
+ * groups keep the terminal's Ctrl-C from reaching them), and removes the
+ * temporary directories of bench_proc_tmpdir.
  */
 #ifndef USCHED_TOOL_BENCH_PROC_H
 #define USCHED_TOOL_BENCH_PROC_H
@@ -30,9 +30,6 @@ struct bench_proc_opts {
     int fd3;               /* a descriptor the process gets as its fd 3, or -1 */
     bool as_pg;            /* as PostgreSQL's user (bench_proc_pg_user) */
 };
-
-/* Installs the signal handlers that kill the running process groups. */
-void bench_proc_guard(void);
 
 /* Runs argv[0] (a path) with argv, stdin from /dev/null. 0, or -1 with err
  * saying why (a failed exec included: "cannot run PATH: reason"). */

@@ -348,10 +348,7 @@ static int run_point(const char *server_cpus)
 int bench_run(const struct bench_config *c, struct bench_error *e)
 {
     int npoints = 1, rc = 0;
-    if (c->net >= 0) {
-        bench_proc_guard();
-        if ((rc = bench_net_sweep(c, &npoints, e))) return rc;
-    }
+    if (c->net >= 0 && (rc = bench_net_sweep(c, &npoints, e))) return rc;
     for (int i = 0; i < npoints && !rc; i++) {
         memset(&B, 0, sizeof B);
         B.c = c;
