@@ -61,7 +61,7 @@ static const long redis_pipelines[] = {1, 16};
 static const long http_sweep[] = {10, 50};
 
 struct bench_net_point bench_net_cur;
-#define cur bench_net_cur
+#define cur bench_net_cur /* the current point of the sweep */
 
 /* The sweep: its layouts, client counts and pipeline depths. */
 static struct {

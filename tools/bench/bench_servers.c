@@ -18,8 +18,7 @@
 #include "bench_net.h"
 #include "bench_proc.h"
 
-#define cur bench_net_cur
-
+#define cur bench_net_cur /* the current point of the sweep */
 
 /* Marks out skipped or failed, with why. */
 static void verdict(struct bench_peer_out *out, enum bench_peer_status st, const char *fmt, ...)
