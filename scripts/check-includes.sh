@@ -10,11 +10,13 @@
 #
 # A file's area is its folder under src/ (src/arch/<isa>/ is arch), include
 # (the public headers, which may include only each other), servers (the
-# example servers, on the public API only) or tools.
+# example servers, on the public API only), bench (tools/bench/, the
+# benchmark harness) or tools (the CLI).
 # Every area may include its own files and the public headers of include/;
 # beyond that, only what RULES lists for it. An include is resolved as the
-# compiler does: "..." next to the including file, else under src/, include/
-# or servers/; <...> under include/ or src/ (any other is a system header).
+# compiler does: "..." next to the including file, else under src/, include/,
+# servers/ or tools/bench/ (the CLI's include path); <...> under include/ or
+# src/ (any other is a system header).
 # Exit status: 0 the rule holds; 1 it is broken (one line per include); 2 bad
 # usage.
 set -eu
@@ -40,7 +42,8 @@ sync: base arch core
 io: base arch core sync
 policy:
 servers: base
-tools: peer servers
+bench: peer servers
+tools: bench servers
 '
 
 area_of() {
@@ -48,6 +51,7 @@ area_of() {
         include/*) echo include ;;
         bench/peers/common/*) echo peer ;;
         servers/*) echo servers ;;
+        tools/bench/*) echo bench ;;
         src/*/*) p=${1#src/}; echo "${p%%/*}" ;;
         tools/*) echo tools ;;
         *) echo other ;;
@@ -85,7 +89,7 @@ for f in $files; do
         l = substr(l, 2); sub(/[">].*/, "", l); print FNR, k, l }' "$f" |
     while read -r no kind inc; do
         if [ "$kind" = q ]; then
-            cands="$dir/$inc src/$inc include/$inc servers/$inc" angle=
+            cands="$dir/$inc src/$inc include/$inc servers/$inc tools/bench/$inc" angle=
         else
             # <...> is a system header unless it names a file of include/ or src/
             [ -f "include/$inc" ] || [ -f "src/$inc" ] || continue

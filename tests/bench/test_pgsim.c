@@ -1,5 +1,5 @@
 /*
- * `usched bench pgsim` (tools/usched/bench_wl.c), run as a program at a tiny
+ * `usched bench pgsim` (tools/bench/bench_wl.c), run as a program at a tiny
  * size: argv[1] is the built CLI. Its result line (`pgsim <variant> run 1:
  * tps = N`, N > 0: the workload checked every reply and that transactions
  * completed), its calibration line on stderr, --clients, --json, and the

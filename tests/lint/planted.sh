@@ -27,22 +27,26 @@ expect_line() {
 
 # ---- includes ----
 mkdir -p "$t/tree/src/base" "$t/tree/src/core" "$t/tree/src/io" "$t/tree/src/sync" \
-         "$t/tree/include" "$t/tree/servers" "$t/tree/tools"
+         "$t/tree/include" "$t/tree/servers" "$t/tree/tools/bench" "$t/tree/tools/usched"
 cd "$t/tree"
 printf 'int usched__core_fn(void);\n' > src/core/x.h
 printf 'int usched__io_fn(void);\n' > src/io/y.h
 printf '#include <stdio.h>\n#include "../base/b.h"\n' > src/core/ok.c
 printf 'int usched__base_fn(void);\n' > src/base/b.h
 printf '#include <stdint.h>\n' > include/pub.h
+printf 'int bench_run(void);\n' > tools/bench/bench.h
+printf '#include "bench.h"\n' > tools/usched/cmd.c            # the CLI on the harness (its include path)
 expect_exit 0 "$t/out" sh "$root/scripts/check-includes.sh" .
 printf '#include "core/x.h"\n' > src/base/a.c                  # quoted, upward
 printf '#include <io/y.h>\n' > src/sync/b.c                    # angle brackets, upward
 printf '#include "../src/core/x.h"\n' > include/leak.h         # a public header on src/
+printf '#include "core/x.h"\n' > tools/bench/h.c               # the benchmark harness on the core
 expect_exit 1 "$t/out" sh "$root/scripts/check-includes.sh" .
 expect_line "$t/out" '^src/base/a.c:1: #include core/x.h: base may not include core'
 expect_line "$t/out" '^src/sync/b.c:1: #include io/y.h: sync may not include io'
 expect_line "$t/out" '^include/leak.h:1: #include \.\./src/core/x.h: include may not include core'
-[ "$(grep -c 'may not include' "$t/out")" -eq 3 ] || { fail "not exactly 3 include violations:"; cat "$t/out"; }
+expect_line "$t/out" '^tools/bench/h.c:1: #include core/x.h: bench may not include core'
+[ "$(grep -c 'may not include' "$t/out")" -eq 4 ] || { fail "not exactly 4 include violations:"; cat "$t/out"; }
 
 # ---- calls ----
 mkdir -p "$t/obj/src/base" "$t/obj/src/core" "$t/obj/src/io"

@@ -15,33 +15,32 @@
 #include "bench_net.h"
 #include "bench_wl.h"
 
-/* pgsim has no peer programs (an empty system list for --peers). */
-static const struct peer_workload_info pgsim_info = {"pgsim", "tps", 1, 0};
-static const struct bench_systems pgsim_systems = {NULL, 0, NULL, NULL};
+/* The workloads usched runs alone: their units, and no systems to compare
+ * with under --peers (an empty list). */
+static const struct peer_workload_info own_infos[] = {
+#define X(name, summary, unit, hib, n, timed) {#name, unit, hib, n},
+    BENCH_OWN_WORKLOADS(X)
+#undef X
+};
+static const struct bench_systems no_systems = {NULL, 0, NULL, NULL};
 
-/* name, summary, function, timed (runs for --duration) */
-#define BENCH_WORKLOADS(X)                                                            \
-    X(pairs, "tbench-like request/response pairs over rendezvous channels", 1)       \
-    X(select, "pgbench -S-like point look-ups by clients to a server pool", 1)       \
-    X(build, "make-like DAG of CPU-bound jobs of mixed length (makespan)", 0)        \
-    X(fib, "fork-join fib(n), a fiber per call down to a cutoff", 0)                 \
-    X(skynet, "a 10-ary tree of 1,000,000 leaf fibers summing their numbers", 0)     \
-    X(pingpong, "round trips between two fibers over rendezvous channels", 0)        \
-    X(yield, "two fibers on one CPU yielding to each other", 0)                      \
-    X(spawn, "spawn and join empty fibers in batches of 1000", 0)                   \
-    X(echo, "TCP echo over loopback, one connection: round-trip latency", 0)         \
-    X(echo100, "TCP echo over loopback, 100 connections: messages per second", 1)
+enum {
+#define X(name, ...) OWN_##name,
+    BENCH_OWN_WORKLOADS(X)
+#undef X
+};
 
 const struct bench_workload bench_workloads[] = {
 #define X(name, summary, timed) {#name, summary, bench_##name, &peer_workload_infos[PEER_##name], timed, NULL},
-    BENCH_WORKLOADS(X)
+    BENCH_PEER_WORKLOADS(X)
 #undef X
 #define X(name, summary, unit) \
     {#name, summary, bench_net_##name, &bench_net_infos[BENCH_NET_##name], 1, &bench_net_systems[BENCH_NET_##name]},
     BENCH_NET_WORKLOADS(X)
 #undef X
-    {"pgsim", "pgbench -S in process: client/backend pairs spending the real pair's CPU per transaction",
-     bench_pgsim, &pgsim_info, 1, &pgsim_systems},
+#define X(name, summary, unit, hib, n, timed) {#name, summary, bench_##name, &own_infos[OWN_##name], timed, &no_systems},
+    BENCH_OWN_WORKLOADS(X)
+#undef X
 };
 const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
 

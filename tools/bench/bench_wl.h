@@ -66,18 +66,47 @@ struct bench_workload {
     const struct bench_systems *systems;   /* NULL: the peer programs */
 };
 
-/* The workloads in DESIGN section 10's order; bench_workload_find is NULL for
- * an unknown name. */
+/*
+ * The workload table, one line a workload; each line's NAME runs
+ * bench_NAME, a bench_fn (declared below from the same lines). A new
+ * workload is its function, in a file of its own in this folder, and one
+ * line in one of these lists:
+ *   BENCH_PEER_WORKLOADS: the workloads of the peer protocol, whose unit,
+ *     direction and default size are bench/peers/common/peer.h's (PEER_NAME),
+ *     compared with the peer programs under --peers;
+ *   BENCH_OWN_WORKLOADS: usched's alone (no peer programs run them), with
+ *     their unit, whether higher is better and default size (0: none, the
+ *     run lasts --duration) on the line.
+ * The network workloads (bench_net.h) come between the two.
+ */
+/* name, summary, timed (runs for --duration) */
+#define BENCH_PEER_WORKLOADS(X)                                                       \
+    X(pairs, "tbench-like request/response pairs over rendezvous channels", 1)       \
+    X(select, "pgbench -S-like point look-ups by clients to a server pool", 1)       \
+    X(build, "make-like DAG of CPU-bound jobs of mixed length (makespan)", 0)        \
+    X(fib, "fork-join fib(n), a fiber per call down to a cutoff", 0)                 \
+    X(skynet, "a 10-ary tree of 1,000,000 leaf fibers summing their numbers", 0)     \
+    X(pingpong, "round trips between two fibers over rendezvous channels", 0)        \
+    X(yield, "two fibers on one CPU yielding to each other", 0)                      \
+    X(spawn, "spawn and join empty fibers in batches of 1000", 0)                   \
+    X(echo, "TCP echo over loopback, one connection: round-trip latency", 0)         \
+    X(echo100, "TCP echo over loopback, 100 connections: messages per second", 1)
+
+/* name, summary, unit, higher_is_better, default n, timed */
+#define BENCH_OWN_WORKLOADS(X)                                                                           \
+    X(pgsim, "pgbench -S in process: client/backend pairs spending the real pair's CPU per transaction", \
+      "tps", 1, 0, 1)
+
+#define X(name, ...) bench_fn bench_##name;
+BENCH_PEER_WORKLOADS(X)
+BENCH_OWN_WORKLOADS(X)
+#undef X
+
+/* The workloads in that order; bench_workload_find is NULL for an unknown
+ * name. */
 extern const struct bench_workload bench_workloads[];
 extern const int bench_nworkloads;
 const struct bench_workload *bench_workload_find(const char *name);
-
-/* Workload functions (bench_wl.c: spawn/join/yield only; bench_chan.c: the
- * ones that need channels). */
-bench_fn bench_fib, bench_skynet, bench_spawn, bench_yield, bench_build;
-bench_fn bench_pingpong, bench_pairs, bench_select;
-bench_fn bench_echo, bench_echo100; /* bench_echo.c */
-bench_fn bench_pgsim;                /* bench_wl.c */
 
 /* Records the first failure of a run (any fiber, any thread); later ones are
  * dropped so the message names the first thing that went wrong. */

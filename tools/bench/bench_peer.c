@@ -1,5 +1,5 @@
 /*
- * usched bench --peers: finds a peer program, runs it with posix_spawn, reads
+ * usched bench --peers: finds a peer program, runs it (bench_proc.h), reads
  * its output (stdout and stderr merged, so a failure can quote the peer's own
  * last words) and parses the RESULT line.
  */
@@ -7,7 +7,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +15,7 @@
 #include <unistd.h>
 
 #include "bench_peer.h"
-
-extern char **environ;
+#include "bench_proc.h"
 
 const char *const bench_peer_names[] = {
 #define X(name, what) #name,
@@ -132,43 +130,24 @@ void bench_peer_run(const char *dir, const char *system, char **argv,
         snprintf(out->msg, sizeof out->msg, "not built: no %.180s (run bench/peers/build.sh)", path);
         return;
     }
-    int fd[2];
-    if (pipe(fd) != 0) {
-        out->status = BENCH_PEER_FAILED;
-        snprintf(out->msg, sizeof out->msg, "pipe: %s", strerror(errno));
-        return;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fd[1]);
     argv[0] = path;
-    pid_t pid;
-    int err = posix_spawn(&pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    if (err) {
-        close(fd[0]);
+    struct bench_proc proc;
+    const struct bench_proc_opts o = {.capture = true, .fd3 = -1};
+    if (bench_proc_start(&proc, argv, &o, out->msg, sizeof out->msg) < 0) {
         out->status = BENCH_PEER_FAILED;
-        snprintf(out->msg, sizeof out->msg, "cannot run %.180s: %s", path, strerror(err));
         return;
     }
-    FILE *f = fdopen(fd[0], "r");
-    char line[1024], result[1024] = "", last[256] = "";
-    while (f && fgets(line, sizeof line, f)) {
+    /* the whole output (a peer prints a few lines), for the RESULT line and
+     * the last other line: a failure quotes the peer's own last words */
+    static char buf[65536];
+    int st;
+    bench_proc_collect(&proc, buf, sizeof buf, INFINITY, &st);
+    char result[1024] = "", last[256] = "";
+    for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "RESULT ", 7))
             snprintf(result, sizeof result, "%s", line);
         else
             keep_line(line, last, sizeof last);
-    }
-    if (f)
-        fclose(f);
-    else
-        close(fd[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     if (code == 3) {
