@@ -108,42 +108,72 @@ check() {
     [ "$errors" -eq 0 ]
 }
 
-fail=0
-for cfg in $(names "$CONFIGS"); do
-    # shellcheck disable=SC2046
-    if check "$cfg" $(defines_of "$cfg"); then
-        echo "model: the protocol holds ($cfg)"
+# job KIND NAME CONFIG: one search (KIND: holds, known or mutant), its
+# verdict line into NAME.log and check's status into NAME.rc
+job() {
+    if [ "$1" = mutant ]; then
+        # shellcheck disable=SC2046
+        check "$2" "-DMUT_${2#mut_}" $(defines_of "$3") >"$2.log" 2>&1
     else
-        echo "model: FAILED: the protocol breaks in configuration $cfg (trail: spin -t -p $(defines_of "$cfg") park.pml in $out)"
-        fail=1
+        # shellcheck disable=SC2046
+        check "$2" $(defines_of "$3") >"$2.log" 2>&1
     fi
-done
+    echo $? >"$2.rc"
+}
 
-for cfg in $(names "$KNOWN"); do
-    # shellcheck disable=SC2046
-    check "$cfg" $(defines_of "$cfg")
-    if [ $? -eq 1 ]; then
-        echo "model: the known lost wake-up is found ($cfg)"
-    else
-        echo "model: FAILED: configuration $cfg no longer finds the known lost wake-up (docs/model.md)"
-        fail=1
+# The searches, in the order their verdicts are printed: KIND NAME CONFIG.
+list=$(
+    for cfg in $(names "$CONFIGS"); do echo "holds $cfg $cfg"; done
+    for cfg in $(names "$KNOWN"); do echo "known $cfg $cfg"; done
+    printf '%s\n' "$MUTANTS" | awk 'NF { print "mutant mut_" $1, $2 }'
+)
+# Searches at once: one per CPU; one with MODEL_FULL=1, whose searches each
+# take gigabytes (MODEL_JOBS sets it).
+jobs=${MODEL_JOBS:-$([ "$full" = 1 ] && echo 1 || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+running=0
+while read -r kind name cfg; do
+    job "$kind" "$name" "$cfg" </dev/null &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait
+        running=0
     fi
-done
+done <<EOF
+$list
+EOF
+wait
 
-n=0 caught=0
-for m in $(printf '%s\n' "$MUTANTS" | awk 'NF { print $1 }'); do
-    cfg=$(printf '%s\n' "$MUTANTS" | awk -v m="$m" '$1 == m { print $2 }')
-    n=$((n + 1))
-    # shellcheck disable=SC2046
-    check "mut_$m" -DMUT_$m $(defines_of "$cfg")
-    rc=$?
-    if [ "$rc" -eq 1 ]; then
-        caught=$((caught + 1))
-        echo "model: mutant $m (configuration $cfg): caught"
-    else
-        echo "model: FAILED: mutant $m (configuration $cfg) gives no counterexample"
-        fail=1
-    fi
-done
+fail=0 n=0 caught=0
+while read -r kind name cfg; do
+    cat "$name.log"
+    rc=$(cat "$name.rc")
+    case $kind in
+    holds)
+        if [ "$rc" -eq 0 ]; then
+            echo "model: the protocol holds ($cfg)"
+        else
+            echo "model: FAILED: the protocol breaks in configuration $cfg (trail: spin -t -p $(defines_of "$cfg") park.pml in $out)"
+            fail=1
+        fi ;;
+    known)
+        if [ "$rc" -eq 1 ]; then
+            echo "model: the known lost wake-up is found ($cfg)"
+        else
+            echo "model: FAILED: configuration $cfg no longer finds the known lost wake-up (docs/model.md)"
+            fail=1
+        fi ;;
+    mutant)
+        n=$((n + 1))
+        if [ "$rc" -eq 1 ]; then
+            caught=$((caught + 1))
+            echo "model: mutant ${name#mut_} (configuration $cfg): caught"
+        else
+            echo "model: FAILED: mutant ${name#mut_} (configuration $cfg) gives no counterexample"
+            fail=1
+        fi ;;
+    esac
+done <<EOF
+$list
+EOF
 echo "model: $caught of $n mutants caught"
 exit "$fail"
