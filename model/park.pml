@@ -10,9 +10,11 @@
  * and a ring; one global queue; fibers that hand work on (spawn into the
  * next slot, a wake-up into another CPU's inbox, a push on the global queue)
  * and then finish, or compute for ever (a hog: the case the stall monitor
- * exists for); an outside thread that spawns; the stall monitor with its own
- * sleep. Numbers of fibers are counts: the protocol never looks at which
- * fiber is where.
+ * exists for); an outside thread that spawns (or, with NO_OUTSIDE, a fiber
+ * on the global queue at the start); the stall monitor, which looks once
+ * per period and sleeps while every worker is parked. Numbers of fibers
+ * are counts: the protocol never looks at which fiber is where. SPAWNS_ONLY
+ * leaves the fibers only their spawns (the three-worker configuration).
  *
  * Memory order: SPIN interleaves sequentially consistently. The code's plain
  * stores that matter (an owner's put into its next slot or ring) go into a

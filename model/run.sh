@@ -9,6 +9,8 @@
 #                                   (about half an hour, up to 12 GB)
 #   MODEL_MEMLIM=MB                 memory for one search (default 4096, or
 #                                   12288 with MODEL_FULL=1)
+#   MODEL_JOBS=N                    searches at once (default: one per CPU,
+#                                   or one with MODEL_FULL=1)
 #
 # Needs spin and a C compiler (scripts/deps.sh test installs spin). Exit
 # status: 0 when the protocol holds and every mutant is caught; 1 otherwise;
@@ -108,16 +110,18 @@ check() {
     [ "$errors" -eq 0 ]
 }
 
-# job KIND NAME CONFIG: one search (KIND: holds, known or mutant), its
-# verdict line into NAME.log and check's status into NAME.rc
+# job KIND NAME CONFIG: one search (KIND: holds, known or mutant) in the
+# folder NAME (spin and pan write their files beside the model), its verdict
+# line into NAME.log and check's status into NAME.rc
 job() {
-    if [ "$1" = mutant ]; then
-        # shellcheck disable=SC2046
-        check "$2" "-DMUT_${2#mut_}" $(defines_of "$3") >"$2.log" 2>&1
-    else
-        # shellcheck disable=SC2046
-        check "$2" $(defines_of "$3") >"$2.log" 2>&1
+    mut=
+    [ "$1" = mutant ] && mut=-DMUT_${2#mut_}
+    if ! { mkdir -p "$2" && cp park.pml "$2/"; }; then
+        echo 2 >"$2.rc"
+        return
     fi
+    # shellcheck disable=SC2046,SC2086
+    (cd "$2" && check "$2" $mut $(defines_of "$3")) >"$2.log" 2>&1
     echo $? >"$2.rc"
 }
 
@@ -152,7 +156,7 @@ while read -r kind name cfg; do
         if [ "$rc" -eq 0 ]; then
             echo "model: the protocol holds ($cfg)"
         else
-            echo "model: FAILED: the protocol breaks in configuration $cfg (trail: spin -t -p $(defines_of "$cfg") park.pml in $out)"
+            echo "model: FAILED: the protocol breaks in configuration $cfg (trail: spin -t -p $(defines_of "$cfg") park.pml in $out/$cfg)"
             fail=1
         fi ;;
     known)
