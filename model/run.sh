@@ -131,53 +131,61 @@ list=$(
     for cfg in $(names "$KNOWN"); do echo "known $cfg $cfg"; done
     printf '%s\n' "$MUTANTS" | awk 'NF { print "mutant mut_" $1, $2 }'
 )
-# Searches at once: one per CPU; one with MODEL_FULL=1, whose searches each
-# take gigabytes (MODEL_JOBS sets it).
-jobs=${MODEL_JOBS:-$([ "$full" = 1 ] && echo 1 || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
-running=0
-while read -r kind name cfg; do
-    job "$kind" "$name" "$cfg" </dev/null &
-    running=$((running + 1))
-    if [ "$running" -ge "$jobs" ]; then
-        wait
-        running=0
-    fi
-done <<EOF
-$list
-EOF
-wait
-
-fail=0 n=0 caught=0
-while read -r kind name cfg; do
-    cat "$name.log"
-    rc=$(cat "$name.rc")
-    case $kind in
+# verdict KIND NAME CONFIG: prints a finished search's verdict; counts
+verdict() {
+    cat "$2.log"
+    rc=$(cat "$2.rc")
+    case $1 in
     holds)
         if [ "$rc" -eq 0 ]; then
-            echo "model: the protocol holds ($cfg)"
+            echo "model: the protocol holds ($3)"
         else
-            echo "model: FAILED: the protocol breaks in configuration $cfg (trail: spin -t -p $(defines_of "$cfg") park.pml in $out/$cfg)"
+            echo "model: FAILED: the protocol breaks in configuration $3 (trail: spin -t -p $(defines_of "$3") park.pml in $out/$3)"
             fail=1
         fi ;;
     known)
         if [ "$rc" -eq 1 ]; then
-            echo "model: the known lost wake-up is found ($cfg)"
+            echo "model: the known lost wake-up is found ($3)"
         else
-            echo "model: FAILED: configuration $cfg no longer finds the known lost wake-up (docs/model.md)"
+            echo "model: FAILED: configuration $3 no longer finds the known lost wake-up (docs/model.md)"
             fail=1
         fi ;;
     mutant)
         n=$((n + 1))
         if [ "$rc" -eq 1 ]; then
             caught=$((caught + 1))
-            echo "model: mutant ${name#mut_} (configuration $cfg): caught"
+            echo "model: mutant ${2#mut_} (configuration $3): caught"
         else
-            echo "model: FAILED: mutant ${name#mut_} (configuration $cfg) gives no counterexample"
+            echo "model: FAILED: mutant ${2#mut_} (configuration $3) gives no counterexample"
             fail=1
         fi ;;
     esac
+}
+
+# finish: waits for the searches under way and prints their verdicts in order
+finish() {
+    wait
+    while read -r k nm c; do
+        [ -n "$k" ] && verdict "$k" "$nm" "$c"
+    done <<EOF
+$batch
+EOF
+    batch='' running=0
+}
+
+# Searches at once: one per CPU; one with MODEL_FULL=1, whose searches each
+# take gigabytes (MODEL_JOBS sets it).
+jobs=${MODEL_JOBS:-$([ "$full" = 1 ] && echo 1 || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+fail=0 n=0 caught=0 running=0 batch=''
+while read -r kind name cfg; do
+    job "$kind" "$name" "$cfg" </dev/null &
+    batch="$batch$kind $name $cfg
+"
+    running=$((running + 1))
+    [ "$running" -ge "$jobs" ] && finish
 done <<EOF
 $list
 EOF
+finish
 echo "model: $caught of $n mutants caught"
 exit "$fail"
