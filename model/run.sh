@@ -6,7 +6,7 @@
 #
 #   sh model/run.sh [OUTDIR]        (default: a temporary folder)
 #   MODEL_FULL=1 sh model/run.sh    adds the configurations too long for CI
-#                                   (about half an hour, up to 12 GB)
+#                                   (an hour or more, up to 12 GB)
 #   MODEL_MEMLIM=MB                 memory for one search (default 4096, or
 #                                   12288 with MODEL_FULL=1)
 #   MODEL_JOBS=N                    searches at once (default: one per CPU,
