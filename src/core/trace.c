@@ -355,6 +355,7 @@ struct usched__trace {
     bool thread_started;
     _Atomic int stop;
     _Atomic uint32_t stall_pending; /* a stall asked for a dump not yet taken */
+    _Atomic uint32_t sig_pending;   /* SIGUSR2s not yet served (lock-free: the handler adds) */
     unsigned ndumps;      /* under lock: numbers the files FILE.N */
 };
 
@@ -601,7 +602,9 @@ static void sig_handler(int sig)
     (void)sig;
     for (int i = 0; i < SIG_MAX; i++) {
         struct usched *s = atomic_load_explicit(&sig_sched[i], memory_order_acquire);
-        if (s) sem_post(&s->tr->wake);
+        if (!s) continue;
+        atomic_fetch_add_explicit(&s->tr->sig_pending, 1, memory_order_relaxed);
+        sem_post(&s->tr->wake);
     }
 }
 
@@ -632,13 +635,18 @@ static void *dumper_main(void *arg)
     struct usched__trace *tr = s->tr;
     for (;;) {
         while (sem_wait(&tr->wake) < 0 && errno == EINTR) {}
-        if (atomic_load(&tr->stop)) break;
+        /* A request made before the scheduler stopped is served first. */
+        bool sig = atomic_exchange(&tr->sig_pending, 0) != 0;
+        bool stall = atomic_exchange(&tr->stall_pending, 0) != 0;
+        if (!sig && !stall) {
+            if (atomic_load(&tr->stop)) break;
+            continue;
+        }
         pthread_mutex_lock(&tr->lock);
         unsigned k = ++tr->ndumps;
         pthread_mutex_unlock(&tr->lock);
         char path[4096];
         snprintf(path, sizeof path, "%s.%u", s->trace_path, k);
-        bool stall = atomic_exchange(&tr->stall_pending, 0);
         if (usched_trace_dump(s, path) < 0)
             fprintf(stderr, "usched: %s\n", usched_last_error());
         else

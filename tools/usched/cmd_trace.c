@@ -878,9 +878,12 @@ static int summary(struct ctx *c, int top)
     for (int i = 0; i < USCHED__NTEV; i++) nev += c->counts[i];
     printf("trace %s: policy %s, %d CPU%s, %.3f ms, %lu runs\n", c->path, c->meta->policy, c->n, c->n == 1 ? "" : "s",
            span / 1e6, runs);
-    printf("file: %llu bytes, %llu chunks, %llu events%s, %.1f bytes per event\n", (unsigned long long)bytes,
-           (unsigned long long)chunks, nev, c->from > c->t0 || c->to != UINT64_MAX ? " in the window" : "",
-           nev ? (double)bytes / (double)nev : 0.0);
+    if (c->from > c->t0 || c->to != UINT64_MAX)
+        printf("file: %llu bytes, %llu chunks; %llu events in the window\n", (unsigned long long)bytes,
+               (unsigned long long)chunks, nev);
+    else
+        printf("file: %llu bytes, %llu chunks, %llu events, %.1f bytes per event\n", (unsigned long long)bytes,
+               (unsigned long long)chunks, nev, nev ? (double)bytes / (double)nev : 0.0);
     if (c->meta->dropped)
         printf("warning: %llu events were dropped when recording (the trace reached its size limit, trace_mb): "
                "the counts below miss them\n",
