@@ -42,7 +42,7 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION "topology-aware user-space fiber scheduler (
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME usched-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15, libxml2, libjansson4")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libc6 (>= 2.34), libhwloc15, libxml2")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION "topology-aware user-space fiber scheduler (command-line tool)\n${_usched_about}\n\nThis package holds the usched command (usched topo, policies, knobs and\nbench) and its manual page.")
 
 # The shared library's package runs ldconfig through dpkg's trigger, as

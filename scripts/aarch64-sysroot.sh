@@ -2,8 +2,7 @@
 # Unpacks Debian's arm64 hwloc (libhwloc15, libhwloc-dev) and what it links
 # with (libudev1), libxml2 (libxml2, libxml2-dev: the topology loader reads
 # hwloc XML files with it) and what it links with (libicu72, liblzma5,
-# zlib1g), and jansson (libjansson4, libjansson-dev: the CLI reads
-# trace files with it) into DIR, for the aarch64 cross build (make aarch64,
+# zlib1g) into DIR, for the aarch64 cross build (make aarch64,
 # cmake/aarch64-linux-gnu.cmake -DUSCHED_AARCH64_HWLOC=DIR).
 #   scripts/aarch64-sysroot.sh DIR
 # The packages come from the machine's Debian mirror through apt-get, with a
@@ -15,10 +14,10 @@
 # hwloc already.
 set -eu
 dir=${1:?usage: aarch64-sysroot.sh DIR}
-pkgs="libhwloc15 libhwloc-dev libudev1 libxml2 libxml2-dev libicu72 liblzma5 zlib1g libjansson4 libjansson-dev"
+pkgs="libhwloc15 libhwloc-dev libudev1 libxml2 libxml2-dev libicu72 liblzma5 zlib1g"
 pc=$dir/usr/lib/aarch64-linux-gnu/pkgconfig
-if [ -f "$pc/hwloc.pc" ] && [ -f "$pc/libxml-2.0.pc" ] && [ -f "$pc/jansson.pc" ]; then
-    echo "aarch64-sysroot: $dir has hwloc, libxml2 and jansson already"
+if [ -f "$pc/hwloc.pc" ] && [ -f "$pc/libxml-2.0.pc" ]; then
+    echo "aarch64-sysroot: $dir has hwloc and libxml2 already"
     exit 0
 fi
 mkdir -p "$dir"
@@ -40,8 +39,8 @@ for deb in ./*.deb; do
     dpkg-deb -x "$deb" "$dir"
 done
 rm -rf "$apt"
-for f in hwloc libxml-2.0 jansson; do
+for f in hwloc libxml-2.0; do
     test -f "$dir/usr/lib/aarch64-linux-gnu/pkgconfig/$f.pc" ||
         { echo "aarch64-sysroot: $f.pc missing after unpacking" >&2; exit 1; }
 done
-echo "aarch64-sysroot: hwloc, libxml2 and jansson for arm64 in $dir"
+echo "aarch64-sysroot: hwloc and libxml2 for arm64 in $dir"

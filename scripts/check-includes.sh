@@ -31,16 +31,17 @@ cd "$root"
 RULES='
 include:
 arch:
+tracefmt:
 base: arch
 topo: base
 rq: base arch
 stats: base
-core: base arch topo rq stats
+core: base arch topo rq stats tracefmt
 sync: base arch core
 io: base arch core sync
 policy:
 servers: base
-tools: peer servers
+tools: peer servers tracefmt
 '
 
 area_of() {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages usched needs that are missing, and nothing else.
 #   scripts/deps.sh         to build and run: compiler, make, cmake, pkg-config, hwloc,
-#                           libxml2, jansson
+#                           libxml2
 #   scripts/deps.sh test    also what the test suite needs
 #   scripts/deps.sh aarch64 what the aarch64 cross build and its suite under
 #                           qemu need (make aarch64; hwloc for arm64 comes
@@ -11,9 +11,8 @@
 set -eu
 
 # libxml2-dev: the topology loader reads hwloc XML files with libxml2
-#   (src/topo/xmlcheck.c);
-# libjansson-dev: `usched trace` reads trace files (JSON) with jansson.
-base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libxml2-dev libjansson-dev"
+#   (src/topo/xmlcheck.c).
+base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libxml2-dev"
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the aarch64 context
 #   switch test, cross-built and run under qemu-aarch64;
 # valgrind: <valgrind/valgrind.h> for stack registration;

@@ -1,6 +1,6 @@
 /*
  * Tracing (docs/trace.md): the per-CPU recorders, which encode each event
- * as a Perfetto packet when it happens (trace_format.h), the dumps that
+ * as a Perfetto packet when it happens (tracefmt/tracefmt.h), the dumps that
  * write a file from them (usched_trace_dump, at destroy, on SIGUSR2 when
  * allowed, after a stall when asked), the wake-up latency reports, fiber
  * names, and the periodic one-line summary (USCHED_SCHEDTRACE).
@@ -29,12 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "base/error.h"
 #include "base/export.h"
 #include "core/core.h"
-#include "core/trace_format.h"
+#include "tracefmt/tracefmt.h"
 
 /* ---- the fixed interned names ------------------------------------------------- */
 
@@ -131,8 +132,16 @@ static bool next_chunk(struct usched *s, struct usched__tbuf *tb, uint64_t now, 
     }
     struct usched__tchunk *nc = NULL;
     if (tb->count < tb->max) {
-        nc = malloc(sizeof *nc);
-        if (!nc) return false;
+        if (!tb->slab_left) {
+            uint32_t n = tb->max - tb->count < USCHED__TRACE_SLAB ? tb->max - tb->count : USCHED__TRACE_SLAB;
+            void *m = mmap(NULL, n * sizeof *nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                           -1, 0);
+            if (m == MAP_FAILED) return false;
+            tb->slab = m;
+            tb->slab_left = n;
+        }
+        nc = tb->slab++;
+        tb->slab_left--;
     } else if (!s->tcfg.ring) {
         tb->full = true;
         return false;
@@ -258,9 +267,18 @@ out:
     if (outside) usched__spin_unlock(&tb->lock);
 }
 
+/* Unmaps the slabs: each begins at a chunk whose index in allocation
+ * order is a multiple of USCHED__TRACE_SLAB. The ring's slot order is the
+ * allocation order until a flight recorder reuses its oldest, which never
+ * happens before all max chunks exist: the slots then hold them in
+ * allocation order still, rotated (slot i holds chunk i). */
 static void tbuf_free(struct usched__tbuf *tb)
 {
-    for (uint32_t i = 0; i < tb->count; i++) free(tb->ring[(tb->head + i) % tb->max]);
+    for (uint32_t i = 0; i < tb->count; i += USCHED__TRACE_SLAB) {
+        uint32_t n = tb->count - i < USCHED__TRACE_SLAB ? tb->count - i : USCHED__TRACE_SLAB;
+        if (i + n == tb->count) n += tb->slab_left; /* the last slab's unused chunks */
+        munmap(tb->ring[i], n * sizeof(struct usched__tchunk));
+    }
     free(tb->ring);
     memset(tb, 0, sizeof *tb);
 }
@@ -460,7 +478,7 @@ static uint8_t *meta_uint(uint8_t *p, const char *name, uint64_t v)
     return tf_close(a, tf_uint(str_field(a, TF_A_NAME, name), TF_A_UINT, v));
 }
 
-/* The header: clocks, tracks, and the "usched" event (trace_format.h). */
+/* The header: clocks, tracks, and the "usched" event (tracefmt/tracefmt.h). */
 static int write_header(struct usched *s, FILE *f)
 {
     usched__topo_t *t = s->topo;
@@ -552,7 +570,7 @@ static int write_buffer(struct usched__tbuf *tb, FILE *f)
     }
     usched__spin_unlock(&tb->lock);
     if (total && !copy) return -ENOMEM;
-    int rc = fwrite(copy, 1, k, f) == k ? 0 : -EIO;
+    int rc = k == 0 || fwrite(copy, 1, k, f) == k ? 0 : -EIO;
     free(copy);
     return rc;
 }

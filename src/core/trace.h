@@ -2,7 +2,7 @@
  * Trace events and the wake-up latency histogram (docs/trace.md).
  *
  * Recording. Each CPU encodes the events it decides, as they happen, into
- * Perfetto packets (trace_format.h) in a buffer only its worker writes (no
+ * Perfetto packets (tracefmt/tracefmt.h) in a buffer only its worker writes (no
  * lock, no atomic read-modify-write); outside threads (spawns and wake-ups
  * from plain threads, the stall monitor) write one shared buffer under a
  * spin lock. A buffer is a ring of 64 KiB chunks, at most trace_mb MiB over
@@ -32,47 +32,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* name, description (a: another fiber or a count; b: a CPU; c: a small code) */
-#define USCHED_TRACE_EVENTS(X)                                                   \
-    X(spawn, "a fiber was created and placed (a: parent fiber, b: CPU chosen, c: reason)") \
-    X(wake, "a blocked fiber was made runnable (a: waker fiber, b: CPU chosen, c: reason)") \
-    X(io_ready, "a fiber waiting for I/O was made runnable (b: CPU chosen, c: reason)") \
-    X(run, "a fiber started or resumed running (b: run queue length)")        \
-    X(stop, "the running fiber left its CPU (c: yield, block or exit)")      \
-    X(steal, "an idle CPU stole fibers (b: victim CPU, c: level, a: fibers taken)") \
-    X(migrate, "a fiber resumed away from its last CPU (b: last CPU, c: level)") \
-    X(park, "a worker went to sleep (c: 1 in the I/O poller)")               \
-    X(unpark, "a worker woke up")                                              \
-    X(io_wait, "a fiber blocked waiting for a descriptor (a: descriptor)")    \
-    X(stall, "the monitor found a CPU held by one fiber (b: that CPU, a: ns held so far)") \
-    X(name, "the fiber named itself (a: the name, owned by the trace)")
+#include "tracefmt/tracefmt.h"
 
-enum usched__tev_type {
-#define X(name, desc) USCHED__TEV_##name,
-    USCHED_TRACE_EVENTS(X)
-#undef X
-    USCHED__NTEV
-};
+/* The events, what a fiber blocks on, the stop codes: tracefmt/tracefmt.h. */
 
-/* What a blocked fiber waits for (b of a stop event that blocks; "on" of
- * its run slice in the file). */
-#define USCHED_TRACE_BLOCKS(X) X(other) X(mutex) X(cond) X(chan) X(sem) X(wg) X(sleep) X(join) X(io) X(offload)
-enum usched__tblk {
-#define X(name) USCHED__TBLK_##name,
-    USCHED_TRACE_BLOCKS(X)
-#undef X
-    USCHED__NTBLK
-};
-
-/* Stop codes (c of a stop event). */
-enum { USCHED__TSTOP_YIELD = 1, USCHED__TSTOP_BLOCK, USCHED__TSTOP_EXIT };
-
-/* A chunk of encoded packets (trace_format.h): 64 KiB, the unit a flight
+/* A chunk of encoded packets (tracefmt/tracefmt.h): 64 KiB, the unit a flight
  * recorder drops. Only the owner writes data[len..]; it publishes each
  * packet with a release store of len, so a dump (acquire) may copy
  * data[0..len) while the owner appends. A chunk is reset (len = 0) only
  * under its buffer's lock, which a dump holds while it copies. */
 #define USCHED__TRACE_CHUNK (64 * 1024)
+/* Chunks are mapped USCHED__TRACE_SLAB at a time with their pages
+ * populated: a page fault per 4 KiB written (about 170 events) let a loaded
+ * machine's kernel preempt the worker at every one; one mapping per 16
+ * chunks enters the kernel once per ~40,000 events. */
+#define USCHED__TRACE_SLAB 16
 /* The largest packet an event makes (a name event with its string). */
 #define USCHED__TRACE_MAXPKT 256
 
@@ -96,6 +70,8 @@ struct usched__tbuf {
     uint64_t uuid;              /* its track */
     struct usched__tchunk **ring;
     uint32_t max, head, count;
+    struct usched__tchunk *slab; /* chunks mapped, populated, not yet used */
+    uint32_t slab_left;
     bool full;                  /* not a ring and no chunk left: events are dropped */
     _Atomic uint64_t dropped;
     _Atomic uint32_t lock;

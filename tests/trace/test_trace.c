@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/trace_format.h"
+#include "tracefmt/tracefmt.h"
 #include "run.h"
 #include "test.h"
 #include "usched.h"

@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/trace_format.h"
 
 #define MAX_PACKET (1u << 20) /* larger: not a usched trace */
 #define MAX_CHUNK (4u << 20)

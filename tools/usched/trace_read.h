@@ -1,6 +1,6 @@
 /*
  * Streaming reader of usched trace files (docs/trace.md, the format in
- * src/core/trace_format.h): the header, an index of the chunks (one entry
+ * src/tracefmt/tracefmt.h): the header, an index of the chunks (one entry
  * per 64 KiB chunk), then the events of all CPUs merged in time order, one
  * at a time. Memory: a chunk buffer per CPU plus the index, whatever the
  * number of events. Every malformed input is an error naming the file, the
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/trace.h"
+#include "tracefmt/tracefmt.h"
 #include "usched.h"
 
 struct tr_cpu {

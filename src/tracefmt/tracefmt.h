@@ -1,8 +1,9 @@
 /*
  * The trace file format (docs/trace.md): Perfetto's protobuf trace, a
  * `Trace` message made of `TracePacket`s carrying `TrackEvent`s. Shared by
- * the writer (trace.c) and the reader (`usched trace`, tools/usched/
- * trace_read.c), so that the two agree on every number below. No
+ * the writer (core/trace.c) and the reader (`usched trace`, tools/usched/
+ * trace_read.c), so that the two agree on every number below: a layer of
+ * its own, below core and tools (docs/architecture.md), with no
  * dependency: constants, tables and the varint codec only.
  *
  * Layout of a file:
@@ -19,8 +20,8 @@
  *            packet's timestamp is the delta from the previous one.
  * A chunk stands alone, so a flight recorder can drop its oldest chunks.
  */
-#ifndef USCHED_CORE_TRACE_FORMAT_H
-#define USCHED_CORE_TRACE_FORMAT_H
+#ifndef USCHED_TRACEFMT_TRACEFMT_H
+#define USCHED_TRACEFMT_TRACEFMT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,43 @@ enum {
     TF_TH_TID = 2,
     TF_TH_NAME = 5,
 };
+
+/* ---- the events (the recorder's calls, core/trace.h) -------------------------- */
+
+/* name, description (a: another fiber or a count; b: a CPU; c: a small code) */
+#define USCHED_TRACE_EVENTS(X)                                                   \
+    X(spawn, "a fiber was created and placed (a: parent fiber, b: CPU chosen, c: reason)") \
+    X(wake, "a blocked fiber was made runnable (a: waker fiber, b: CPU chosen, c: reason)") \
+    X(io_ready, "a fiber waiting for I/O was made runnable (b: CPU chosen, c: reason)") \
+    X(run, "a fiber started or resumed running (b: run queue length)")        \
+    X(stop, "the running fiber left its CPU (c: yield, block or exit)")      \
+    X(steal, "an idle CPU stole fibers (b: victim CPU, c: level, a: fibers taken)") \
+    X(migrate, "a fiber resumed away from its last CPU (b: last CPU, c: level)") \
+    X(park, "a worker went to sleep (c: 1 in the I/O poller)")               \
+    X(unpark, "a worker woke up")                                              \
+    X(io_wait, "a fiber blocked waiting for a descriptor (a: descriptor)")    \
+    X(stall, "the monitor found a CPU held by one fiber (b: that CPU, a: ns held so far)") \
+    X(name, "the fiber named itself (a: the name, owned by the trace)")
+
+/* What a blocked fiber waits for (b of a stop event that blocks; "on" of
+ * its run slice in the file). */
+#define USCHED_TRACE_BLOCKS(X) X(other) X(mutex) X(cond) X(chan) X(sem) X(wg) X(sleep) X(join) X(io) X(offload)
+enum usched__tev_type {
+#define X(name, desc) USCHED__TEV_##name,
+    USCHED_TRACE_EVENTS(X)
+#undef X
+    USCHED__NTEV
+};
+
+enum usched__tblk {
+#define X(name) USCHED__TBLK_##name,
+    USCHED_TRACE_BLOCKS(X)
+#undef X
+    USCHED__NTBLK
+};
+
+/* Stop codes (c of a stop event). */
+enum { USCHED__TSTOP_YIELD = 1, USCHED__TSTOP_BLOCK, USCHED__TSTOP_EXIT };
 
 /* ---- names interned in every chunk (iid = index + 1) ---------------------- */
 
