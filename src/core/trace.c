@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -344,7 +345,8 @@ int usched__trace_set(struct usched *s, const char *key, const char *value, bool
 
 static void *schedtrace_main(void *arg);
 static void *dumper_main(void *arg);
-static void sig_register(struct usched *s, bool on);
+static int sig_register(struct usched *s, bool on);
+#define SIG_MAX 16 /* schedulers that may take SIGUSR2 at once */
 
 int usched__trace_open(struct usched *s)
 {
@@ -402,7 +404,8 @@ int usched__trace_start(struct usched *s)
             if (rc < 0) return usched__error(-rc, "trace: cannot start its dump thread");
             tr->thread_started = true;
         }
-        if (s->tcfg.signal) sig_register(s, true);
+        if (s->tcfg.signal && sig_register(s, true) < 0)
+            return usched__error(EBUSY, "trace_signal: at most %d schedulers may take SIGUSR2", SIG_MAX);
     }
     if (s->schedtrace_ms > 0) {
         pthread_mutex_init(&s->st_lock, NULL);
@@ -610,32 +613,42 @@ USCHED_EXPORT int usched_trace_dump(usched_t *s, const char *path)
  * FILE.N. The handler, once installed, stays (doing nothing without
  * schedulers); it replaces the program's own, which is why a program must
  * ask for it. */
-#define SIG_MAX 16
 static struct usched *_Atomic sig_sched[SIG_MAX];
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool sig_installed;
 
+/* Handlers running: a scheduler leaving the registry waits for none to be
+ * (S1 then S2 in the handler, U1 then U2 when leaving; all seq_cst: either
+ * the handler's S2 sees the slot emptied, or U2 sees it counted). */
+static _Atomic int sig_inflight;
+
 static void sig_handler(int sig)
 {
     (void)sig;
+    atomic_fetch_add(&sig_inflight, 1); /* S1 */
     for (int i = 0; i < SIG_MAX; i++) {
-        struct usched *s = atomic_load_explicit(&sig_sched[i], memory_order_acquire);
+        struct usched *s = atomic_load(&sig_sched[i]); /* S2 */
         if (!s) continue;
         atomic_fetch_add_explicit(&s->tr->sig_pending, 1, memory_order_relaxed);
         sem_post(&s->tr->wake);
     }
+    atomic_fetch_sub(&sig_inflight, 1);
 }
 
-static void sig_register(struct usched *s, bool on)
+static int sig_register(struct usched *s, bool on)
 {
+    int rc = on ? -EBUSY : 0;
     pthread_mutex_lock(&sig_lock);
     for (int i = 0; i < SIG_MAX; i++) {
         struct usched *want = on ? NULL : s, *put = on ? s : NULL;
         if (atomic_load(&sig_sched[i]) == want) {
-            atomic_store(&sig_sched[i], put);
+            atomic_store(&sig_sched[i], put); /* U1 when leaving */
+            rc = 0;
             break;
         }
     }
+    while (!on && atomic_load(&sig_inflight)) /* U2: a handler may still use s */
+        sched_yield();
     if (on && !sig_installed) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -645,6 +658,7 @@ static void sig_register(struct usched *s, bool on)
         sig_installed = sigaction(SIGUSR2, &sa, NULL) == 0;
     }
     pthread_mutex_unlock(&sig_lock);
+    return rc;
 }
 
 static void *dumper_main(void *arg)
@@ -686,7 +700,7 @@ int usched__trace_stop(struct usched *s)
     int rc = 0;
     struct usched__trace *tr = s->tr;
     if (tr) {
-        if (s->tcfg.signal) sig_register(s, false);
+        if (s->tcfg.signal) sig_register(s, false); /* not there: nothing done */
         if (tr->thread_started) {
             atomic_store(&tr->stop, 1);
             sem_post(&tr->wake);
