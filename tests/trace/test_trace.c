@@ -331,7 +331,7 @@ static void test_errors(void)
     write_file(path, "this is not a trace\n");
     expect_cli_error(path, "not a Perfetto protobuf trace");
     /* A protobuf trace, not usched's: a packet without the header. */
-    uint8_t buf[512], *p = buf;
+    uint8_t buf[512], *p = buf, *te;
     uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
     p = tf_close(pk, tf_uint(pk, TF_P_SEQ, 1));
     write_bytes(path, buf, (size_t)(p - buf));
@@ -349,12 +349,19 @@ static void test_errors(void)
     p = header(buf, 2, "0,0,0,0,0;");
     write_bytes(path, buf, (size_t)(p - buf));
     expect_cli_error(path, "ncpus 2");
+    /* A wake-up without its fiber. */
+    p = chunk_start(header(buf, 1, "0,0,0,0,0;"), 1);
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    p = tf_close(pk, tf_close(te, tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_wake + 1)));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "a wake event without a fiber");
     /* A wake-up naming CPU 7 of a 1-CPU trace. */
     p = header(buf, 1, "0,0,0,0,0;");
     p = chunk_start(p, 1);
     pk = tf_open(p, TF_TRACE_PACKET);
     uint8_t *q = tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1);
-    uint8_t *te = tf_open(q, TF_P_TRACK_EVENT);
+    te = tf_open(q, TF_P_TRACK_EVENT);
     q = tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_wake + 1);
     uint8_t *an = tf_open(q, TF_E_ANNOT);
     q = tf_close(an, tf_uint(tf_uint(an, TF_A_NAME_IID, TF_A_fiber + 1), TF_A_UINT, 5));

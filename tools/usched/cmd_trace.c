@@ -745,9 +745,15 @@ static int valid_cpu(const struct ctx *c, const struct tr_ev *e)
 
 static int on_event(struct ctx *c, const struct tr_ev *e)
 {
+    bool needs_fiber = e->type == USCHED__TEV_spawn || e->type == USCHED__TEV_wake ||
+                       e->type == USCHED__TEV_io_ready || e->type == USCHED__TEV_run;
+    if (needs_fiber && e->id == 0) { /* fibers are numbered from 1 */
+        fprintf(stderr, "usched trace: %s: a %s event without a fiber\n", c->path, tev_names[e->type]);
+        return -1;
+    }
     if (!valid_cpu(c, e)) {
         fprintf(stderr, "usched trace: %s: a %s event names CPU %u (the trace has %d)\n", c->path,
-                tev_names[e->type], e->type == USCHED__TEV_stall ? e->b : e->b, c->n);
+                tev_names[e->type], e->b, c->n);
         return -1;
     }
     bool in = e->ns >= c->from;
@@ -817,6 +823,7 @@ static int on_event(struct ctx *c, const struct tr_ev *e)
                 (unsigned long long)(e->a / 1000));
         break;
     case USCHED__TEV_name: {
+        if (!e->id) break; /* a flight recorder's chunk began inside the run */
         struct fib *fb = fib_get(&c->fibs, e->id);
         if (!fb) return -1;
         free(fb->name);
