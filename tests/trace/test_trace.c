@@ -516,8 +516,10 @@ static void test_bounded(void)
 
     /* A flight recorder: the last trace_mb, nothing counted as dropped; the
      * fiber named at the start is gone, the one named at the end is there.
-     * A dump while it runs reads too. */
-    s = traced(path, (const char *const[]){"trace_mb", "1", "trace_mode", "ring", NULL});
+     * On one CPU: each CPU keeps its own last events, and a CPU left idle
+     * after the start would keep the name. A dump while it runs reads too. */
+    s = traced(path, (const char *const[]){"trace_mb", "1", "trace_mode", "ring", "topology", "pack:1 core:1 pu:1",
+                                           NULL});
     p = (struct pp){.n = 100000, .name = "first-phase"};
     pp_start(s, &p);
     while (atomic_load(&p.done) < 20000) sched_yield();
