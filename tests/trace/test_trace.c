@@ -349,6 +349,20 @@ static void test_errors(void)
     p = header(buf, 2, "0,0,0,0,0;");
     write_bytes(path, buf, (size_t)(p - buf));
     expect_cli_error(path, "ncpus 2");
+    /* A fiber's name with a quote (usched_set_name refuses one; the JSON
+     * conversion writes names as they are). */
+    p = chunk_start(header(buf, 1, "0,0,0,0,0;"), 1);
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    p = tf_close(pk, tf_close(te, tf_uint(tf_uint(te, TF_E_TYPE, TF_T_BEGIN), TF_E_NAME_IID, TF_FIBER_IID + 3)));
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    uint8_t *nq = tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_name + 1);
+    uint8_t *na = tf_open(nq, TF_E_ANNOT);
+    nq = tf_close(na, tf_bytes(tf_uint(na, TF_A_NAME_IID, TF_A_name + 1), TF_A_STRING, "a\"b", 3));
+    p = tf_close(pk, tf_close(te, nq));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "fiber 3's name has a control character, quote or backslash");
     /* A wake-up without its fiber. */
     p = chunk_start(header(buf, 1, "0,0,0,0,0;"), 1);
     pk = tf_open(p, TF_TRACE_PACKET);

@@ -824,6 +824,12 @@ static int on_event(struct ctx *c, const struct tr_ev *e)
         break;
     case USCHED__TEV_name: {
         if (!e->id) break; /* a flight recorder's chunk began inside the run */
+        for (size_t i = 0; i < e->name_len; i++) /* as usched_set_name allows: written into JSON as is */
+            if ((unsigned char)e->name[i] < 0x20 || e->name[i] == '"' || e->name[i] == '\\' || e->name[i] == 0x7f) {
+                fprintf(stderr, "usched trace: %s: fiber %llu's name has a control character, quote or backslash\n",
+                        c->path, (unsigned long long)e->id);
+                return -1;
+            }
         struct fib *fb = fib_get(&c->fibs, e->id);
         if (!fb) return -1;
         free(fb->name);
