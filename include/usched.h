@@ -66,9 +66,17 @@ int usched_create(usched_t **out);
  *   "stack_size" bytes per fiber stack, suffix k or m allowed
  *   "pin"        1 to pin workers to their CPUs (default on the live machine),
  *                0 not to
- *   "trace"      a file to write a trace to (Chrome trace / Perfetto JSON,
- *                docs/trace.md) when the scheduler is destroyed; "" or NULL:
- *                no trace. A file that cannot be created fails usched_start.
+ *   "trace"      a file to write a trace to (Perfetto protobuf, docs/trace.md)
+ *                when the scheduler is destroyed; "" or NULL: no trace. A
+ *                file that cannot be created fails usched_start.
+ *   "trace_mb"   MiB the trace may keep in memory, all CPUs together
+ *                (default 128); past it a file trace drops events
+ *   "trace_mode" "file" (default: everything up to trace_mb) or "ring" (a
+ *                flight recorder: the last trace_mb MiB, older events dropped)
+ *   "trace_signal" 1: SIGUSR2 writes the trace so far to FILE.N (the
+ *                library installs its handler; a program asks for it)
+ *   "trace_stall_dump" 1: when the stall monitor sees a stall, the trace so
+ *                far is written to FILE.N
  *   "schedtrace" milliseconds between one-line summaries on stderr (per CPU:
  *                queue length, state, switches); "0": none
  * Returns -EINVAL for a bad value (detail in usched_last_error()), -EBUSY after
@@ -183,6 +191,13 @@ int usched_wakelat(usched_t *s, int cpu, struct usched_wakelat *out);
  * outside a fiber. Without tracing it checks the name and does nothing. */
 #define USCHED_NAME_MAX 63
 int usched_set_name(const char *name);
+
+/* Writes the trace recorded so far (the last trace_mb MiB of a flight
+ * recorder) to path, while the scheduler runs (docs/trace.md): from any
+ * thread or fiber (a fiber blocks its CPU while the file is written).
+ * Returns 0, -EINVAL (NULL or empty), -ESRCH (not started), -ENODATA (not
+ * tracing), or the error of creating or writing path. */
+int usched_trace_dump(usched_t *s, const char *path);
 
 /* ---- topology ------------------------------------------------------------- */
 

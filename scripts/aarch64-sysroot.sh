@@ -2,8 +2,8 @@
 # Unpacks Debian's arm64 hwloc (libhwloc15, libhwloc-dev) and what it links
 # with (libudev1), libxml2 (libxml2, libxml2-dev: the topology loader reads
 # hwloc XML files with it) and what it links with (libicu72, liblzma5,
-# zlib1g), and jansson (libjansson4, libjansson-dev: the CLI reads
-# trace files with it) into DIR, for the aarch64 cross build (make aarch64,
+# zlib1g), and jansson (libjansson4, libjansson-dev: the CLI writes
+# JSON for usched top with it) into DIR, for the aarch64 cross build (make aarch64,
 # cmake/aarch64-linux-gnu.cmake -DUSCHED_AARCH64_HWLOC=DIR).
 #   scripts/aarch64-sysroot.sh DIR
 # The packages come from the machine's Debian mirror through apt-get, with a

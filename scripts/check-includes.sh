@@ -33,17 +33,18 @@ cd "$root"
 RULES='
 include:
 arch:
+tracefmt:
 base: arch
 topo: base
 rq: base arch
 stats: base
-core: base arch topo rq stats
+core: base arch topo rq stats tracefmt
 sync: base arch core
 io: base arch core sync
 policy:
 servers: base
 bench: peer servers
-tools: bench servers
+tools: bench servers tracefmt
 '
 
 area_of() {

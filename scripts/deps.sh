@@ -12,7 +12,7 @@ set -eu
 
 # libxml2-dev: the topology loader reads hwloc XML files with libxml2
 #   (src/topo/xmlcheck.c);
-# libjansson-dev: `usched trace` reads trace files (JSON) with jansson.
+# libjansson-dev: `usched top --json` writes its JSON with jansson (and its tests read it).
 base="make gcc libc6-dev cmake pkg-config hwloc libhwloc-dev libxml2-dev libjansson-dev"
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user: the aarch64 context
 #   switch test, cross-built and run under qemu-aarch64;

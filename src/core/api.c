@@ -102,6 +102,8 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
         if (started) return usched__error(EBUSY, "trace: cannot change after start");
         return set_str(&s->trace_path, value && *value ? value : NULL);
     }
+    int trc = usched__trace_set(s, key, value, started);
+    if (trc != -ENOENT) return trc;
     if (strcmp(key, "schedtrace") == 0) {
         if (started) return usched__error(EBUSY, "schedtrace: cannot change after start");
         char *end;
@@ -114,7 +116,7 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
         return 0;
     }
     return usched__error(ENOENT, "set: unknown key '%s' (policy, topology, cpus, knobs, stack_size, pin, emulate, "
-                         "trace, schedtrace)",
+                         "trace, trace_mb, trace_mode, trace_signal, trace_stall_dump, schedtrace)",
                          key);
 }
 
@@ -124,7 +126,8 @@ static int apply_env(usched_t *s)
         {"USCHED_POLICY", "policy"}, {"USCHED_KNOBS", "knobs"},
         {"USCHED_TOPOLOGY", "topology"}, {"USCHED_CPUS", "cpus"},
         {"USCHED_EMULATE", "emulate"}, {"USCHED_PIN", "pin"}, {"USCHED_TRACE", "trace"},
-        {"USCHED_SCHEDTRACE", "schedtrace"}};
+        {"USCHED_SCHEDTRACE", "schedtrace"}, {"USCHED_TRACE_MB", "trace_mb"},
+        {"USCHED_TRACE_MODE", "trace_mode"}, {"USCHED_TRACE_STALL_DUMP", "trace_stall_dump"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         const char *v = getenv(map[i].env);
         if (!v) continue;

@@ -303,6 +303,8 @@ struct usched {
     FILE *trace_f;
     uint64_t trace_t0;
     struct usched__tbuf tout;
+    struct usched__tcfg tcfg;  /* trace_mb, trace_mode, ... (trace.h) */
+    struct usched__trace *tr;  /* dumps (trace.c); NULL when not tracing */
     int schedtrace_ms;
     int st_started, st_stop; /* st_stop under st_lock */
     pthread_t st_thread;

@@ -376,6 +376,7 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
             /* In the outside threads' buffer (the monitor is not c's worker),
              * drawn on c's track. */
             USCHED__TRACE(s, NULL, stall, id, now - mc->since_ns, c, 0);
+            if (s->tracing) usched__trace_stalled(s); /* trace_stall_dump */
             if (usched__knob_get(&s->knobs, USCHED_KNOB_stall_warn))
                 warn_stall(m, c, id, now - mc->since_ns);
         }

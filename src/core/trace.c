@@ -1,28 +1,194 @@
 /*
- * Tracing (docs/trace.md): the per-CPU event buffers (recording protocol in
- * trace.h), the Chrome trace / Perfetto JSON writer run when the scheduler
- * is destroyed, the wake-up latency reports, fiber names, and the periodic
- * one-line summary (USCHED_SCHEDTRACE).
+ * Tracing (docs/trace.md): the per-CPU recorders, which encode each event
+ * as a Perfetto packet when it happens (tracefmt/tracefmt.h), the dumps that
+ * write a file from them (usched_trace_dump, at destroy, on SIGUSR2 when
+ * allowed, after a stall when asked), the wake-up latency reports, fiber
+ * names, and the periodic one-line summary (USCHED_SCHEDTRACE).
  *
- * The file. One process per LLC ("package P, LLC L", pid L + 1), one thread
- * per CPU ("cpu C, core K", tid C + 1), sorted by topology; a complete slice ("X") per fiber
- * run named by the fiber's name or id; a flow arrow from the waker's slice
- * to the wakee's next run; instant events for spawns, steals, migrations
- * and I/O waits; a slice per park; a counter per CPU for its run queue
- * length. A top-level "usched" object carries the topology (each CPU's
- * package, LLC and core), the policy, and the counts of events written and
- * dropped: `usched trace` reads it. Per CPU, events appear in time order.
+ * Why Perfetto's protobuf and a hand-written encoder: see docs/trace.md.
+ *
+ * What an event becomes (a: its argument, b, c as in trace.h):
+ *   run       a slice begins on the CPU's track, named "fiber ID" (iid
+ *             TF_FIBER_IID + ID); "runq" when it changed; the end of the
+ *             fiber's wake-up flow
+ *   stop      the slice ends; "end" (1 yield, 2 block, 3 exit), "on" when
+ *             it blocked (USCHED__TBLK_*)
+ *   spawn, wake, io_ready  an instant: "fiber", "cpu" chosen, "reason";
+ *             "waker" only when it is not the fiber running on this track
+ *             (the reader knows that one); the start of a flow
+ *   steal     an instant: "fiber", "fibers" taken, "victim", "level"
+ *   migrate   an instant: "fiber", "from", "level"
+ *   park, unpark  a slice "parked" or "parked (I/O poller)"
+ *   io_wait, name  an instant about the running fiber: "fd" or "name"
+ *   stall     an instant on the held CPU's track: "fiber", "cpu", "held_ns"
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "base/export.h"
 #include "core/core.h"
+#include "tracefmt/tracefmt.h"
+
+/* ---- the fixed interned names ------------------------------------------------- */
+
+static const char *const ename_str[TF_NENAMES] = {
+#define X(id, str) str,
+    TF_EVENT_NAMES(X)
+#undef X
+};
+static const char *const aname_str[TF_NANAMES] = {
+#define X(id) #id,
+    TF_ANNOT_NAMES(X)
+#undef X
+};
+
+/* The InternedData body every chunk's first packet carries. */
+static uint8_t interned[1024];
+static size_t interned_len;
+static pthread_once_t interned_once = PTHREAD_ONCE_INIT;
+
+static uint8_t *intern_table(uint8_t *p, unsigned field, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint8_t *e = tf_open(p, field);
+        uint8_t *q = tf_uint(e, TF_IN_IID, (uint64_t)i + 1);
+        q = tf_bytes(q, TF_IN_NAME, names[i], strlen(names[i]));
+        p = tf_close(e, q);
+    }
+    return p;
+}
+
+static void interned_build(void)
+{
+    uint8_t *p = intern_table(interned, TF_I_EVENT_NAMES, ename_str, TF_NENAMES);
+    p = intern_table(p, TF_I_ANNOT_NAMES, aname_str, TF_NANAMES);
+    interned_len = (size_t)(p - interned);
+}
 
 /* ---- recording ---------------------------------------------------------------- */
+
+/* The first packet of a chunk: clears the sequence's incremental state, sets
+ * the clock (absolute here, deltas after), the defaults and the names. */
+static void chunk_begin(struct usched__tbuf *tb, uint64_t now)
+{
+    uint8_t *pk = tf_open(tb->cur->data, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(pk, TF_P_TIMESTAMP, now);
+    q = tf_uint(q, TF_P_CLOCK_ID, TF_CLOCK_MONOTONIC);
+    q = tf_uint(q, TF_P_SEQ, tb->seq);
+    q = tf_uint(q, TF_P_SEQ_FLAGS, TF_SEQ_CLEARED);
+    uint8_t *cs = tf_open(q, TF_P_CLOCK_SNAPSHOT);
+    uint8_t *ck = tf_open(cs, TF_CS_CLOCK);
+    uint8_t *r = tf_uint(tf_uint(ck, TF_CK_ID, TF_CLOCK_MONOTONIC), TF_CK_TS, now);
+    r = tf_close(ck, r);
+    ck = tf_open(r, TF_CS_CLOCK);
+    r = tf_uint(tf_uint(tf_uint(ck, TF_CK_ID, TF_CLOCK_INCR), TF_CK_TS, now), TF_CK_INCR, 1);
+    r = tf_close(ck, r);
+    q = tf_close(cs, r);
+    uint8_t *d = tf_open(q, TF_P_DEFAULTS);
+    r = tf_uint(d, TF_D_CLOCK_ID, TF_CLOCK_INCR);
+    uint8_t *ted = tf_open(r, TF_D_TE_DEFAULTS);
+    r = tf_close(ted, tf_uint(ted, TF_TED_TRACK, tb->uuid));
+    q = tf_close(d, r);
+    q = tf_bytes(q, TF_P_INTERNED, interned, interned_len);
+    uint8_t *p = tf_close(pk, q);
+    tb->pos = p;
+    tb->last_ns = now;
+    tb->runq = UINT32_MAX;
+    memset(tb->named, 0, sizeof tb->named);
+    atomic_store_explicit(&tb->cur->len, (uint32_t)(p - tb->cur->data), memory_order_release);
+}
+
+/* A new chunk for tb (its owner): a new one while under the limit, else the
+ * oldest for a flight recorder; false when the event must be dropped.
+ * locked: the caller holds tb->lock (the outside buffer). */
+static void list_lock(struct usched__tbuf *tb, bool locked)
+{
+    if (!locked) usched__spin_lock(&tb->lock);
+}
+
+static void list_unlock(struct usched__tbuf *tb, bool locked)
+{
+    if (!locked) usched__spin_unlock(&tb->lock);
+}
+
+static bool next_chunk(struct usched *s, struct usched__tbuf *tb, uint64_t now, bool locked)
+{
+    if (tb->full) return false;
+    if (!tb->ring) {
+        struct usched__tchunk **ring = calloc(s->tcfg.chunks, sizeof *ring);
+        if (!ring) return false;
+        list_lock(tb, locked);
+        tb->ring = ring;
+        tb->max = s->tcfg.chunks;
+        list_unlock(tb, locked);
+    }
+    struct usched__tchunk *nc = NULL;
+    if (tb->count < tb->max) {
+        if (!tb->slab_left) {
+            uint32_t n = tb->max - tb->count < USCHED__TRACE_SLAB ? tb->max - tb->count : USCHED__TRACE_SLAB;
+            void *m = mmap(NULL, n * sizeof *nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                           -1, 0);
+            if (m == MAP_FAILED) return false;
+            tb->slab = m;
+            tb->slab_left = n;
+        }
+        nc = tb->slab++;
+        tb->slab_left--;
+    } else if (!s->tcfg.ring) {
+        tb->full = true;
+        return false;
+    }
+    list_lock(tb, locked); /* against a dump copying the ring */
+    if (nc) {
+        tb->ring[(tb->head + tb->count) % tb->max] = nc;
+        tb->count++;
+    } else { /* the oldest becomes the newest: its slot is the tail's */
+        nc = tb->ring[tb->head];
+        tb->head = (tb->head + 1) % tb->max;
+    }
+    atomic_store_explicit(&nc->len, 0, memory_order_relaxed);
+    list_unlock(tb, locked);
+    tb->cur = nc;
+    tb->end = nc->data + USCHED__TRACE_CHUNK - USCHED__TRACE_MAXPKT;
+    chunk_begin(tb, now);
+    return true;
+}
+
+static uint8_t *annot(uint8_t *p, int name, unsigned kind, uint64_t v)
+{
+    uint8_t *a = tf_open(p, TF_E_ANNOT);
+    return tf_close(a, tf_uint(tf_uint(a, TF_A_NAME_IID, (uint64_t)name + 1), kind, v));
+}
+#define ANN(p, name, v) annot(p, TF_A_##name, TF_A_UINT, (v))
+
+/* The interned name of fiber id's run slices, once per chunk (a cache
+ * slot taken by another fiber only costs a second copy). */
+static uint8_t *intern_fiber(struct usched__tbuf *tb, uint8_t *q, uint64_t id)
+{
+    uint64_t *slot = &tb->named[id % 64];
+    if (*slot == id) return q;
+    *slot = id;
+    char name[32];
+    int n = snprintf(name, sizeof name, "fiber %llu", (unsigned long long)id);
+    uint8_t *in = tf_open(q, TF_P_INTERNED);
+    uint8_t *en = tf_open(in, TF_I_EVENT_NAMES);
+    uint8_t *r = tf_bytes(tf_uint(en, TF_IN_IID, TF_FIBER_IID + id), TF_IN_NAME, name, (size_t)n);
+    return tf_close(in, tf_close(en, r));
+}
+
+static uint8_t *instant(uint8_t *q, int name)
+{
+    return tf_uint(tf_uint(q, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, (uint64_t)name + 1);
+}
 
 void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
                        uint32_t b, uint16_t c)
@@ -30,43 +196,91 @@ void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_
     struct usched__tbuf *tb = (w && w->s == s) ? &w->tbuf : &s->tout;
     bool outside = tb == &s->tout;
     if (outside) usched__spin_lock(&tb->lock);
-    struct usched__tchunk *ch = tb->cur;
-    if (!ch || ch->n == USCHED__TRACE_CHUNK) {
-        struct usched__tchunk *nc = NULL;
-        if (tb->nchunks < USCHED__TRACE_MAX_CHUNKS) nc = malloc(sizeof *nc);
-        if (!nc) {
-            tb->dropped++;
-            if (type == USCHED__TEV_name) free((void *)(uintptr_t)a);
-            goto out;
-        }
-        nc->next = NULL;
-        nc->n = 0;
-        if (ch) ch->next = nc;
-        else tb->head = nc;
-        tb->cur = nc;
-        tb->nchunks++;
-        ch = nc;
+    uint64_t now = usched__now_ns();
+    if (__builtin_expect(!tb->cur || tb->pos > tb->end, 0) && !next_chunk(s, tb, now, outside)) {
+        atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        goto out;
     }
-    struct usched__tev *e = &ch->ev[ch->n++];
-    e->ns = usched__now_ns();
-    e->id = id;
-    e->a = a;
-    e->b = b;
-    e->c = c;
-    e->type = (uint8_t)type;
-    e->blk = 0;
+    uint8_t *pk = tf_open(tb->pos, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(pk, TF_P_TIMESTAMP, now > tb->last_ns ? now - tb->last_ns : 0);
+    q = tf_uint(q, TF_P_SEQ, tb->seq);
+    if (type == USCHED__TEV_run) q = intern_fiber(tb, q, id);
+    uint8_t *te = tf_open(q, TF_P_TRACK_EVENT);
+    q = te;
+    switch (type) {
+    case USCHED__TEV_run:
+        q = tf_uint(tf_uint(q, TF_E_TYPE, TF_T_BEGIN), TF_E_NAME_IID, TF_FIBER_IID + id);
+        if (b != tb->runq) q = ANN(q, runq, b);
+        q = tf_uint(q, TF_E_FLOW_END, id);
+        tb->runq = b;
+        tb->cur_fiber = id;
+        break;
+    case USCHED__TEV_stop:
+        q = ANN(tf_uint(q, TF_E_TYPE, TF_T_END), end, c);
+        if (c == USCHED__TSTOP_BLOCK) q = ANN(q, on, b);
+        tb->cur_fiber = 0;
+        break;
+    case USCHED__TEV_spawn:
+    case USCHED__TEV_wake:
+    case USCHED__TEV_io_ready:
+        q = instant(q, type == USCHED__TEV_spawn ? TF_N_spawn : type == USCHED__TEV_wake ? TF_N_wake : TF_N_io_ready);
+        q = ANN(q, fiber, id);
+        if (a != tb->cur_fiber) q = ANN(q, waker, a);
+        q = ANN(ANN(q, cpu, b), reason, c);
+        q = tf_uint(q, TF_E_FLOW, id);
+        break;
+    case USCHED__TEV_steal:
+        q = ANN(ANN(ANN(ANN(instant(q, TF_N_steal), fiber, id), fibers, a), victim, b), level, c);
+        break;
+    case USCHED__TEV_migrate:
+        q = ANN(ANN(ANN(instant(q, TF_N_migrate), fiber, id), from, b), level, c);
+        break;
+    case USCHED__TEV_park:
+        q = tf_uint(tf_uint(q, TF_E_TYPE, TF_T_BEGIN), TF_E_NAME_IID, (uint64_t)(c ? TF_N_park_poll : TF_N_park) + 1);
+        break;
+    case USCHED__TEV_unpark:
+        q = tf_uint(q, TF_E_TYPE, TF_T_END);
+        break;
+    case USCHED__TEV_io_wait:
+        q = annot(instant(q, TF_N_io_wait), TF_A_fd, TF_A_INT, a);
+        break;
+    case USCHED__TEV_stall:
+        q = tf_uint(instant(q, TF_N_stall), TF_E_TRACK, TF_UUID_CPU(b));
+        q = ANN(ANN(ANN(q, fiber, id), cpu, b), held_ns, a);
+        break;
+    case USCHED__TEV_name: {
+        const char *name = (const char *)(uintptr_t)a;
+        uint8_t *an = tf_open(instant(q, TF_N_name), TF_E_ANNOT);
+        uint8_t *r = tf_uint(an, TF_A_NAME_IID, TF_A_name + 1);
+        q = tf_close(an, tf_bytes(r, TF_A_STRING, name, strnlen(name, USCHED_NAME_MAX)));
+        break;
+    }
+    default:
+        break;
+    }
+    q = tf_close(te, q);
+    uint8_t *p = tf_close(pk, q);
+    tb->pos = p;
+    tb->last_ns = now;
+    atomic_store_explicit(&tb->cur->len, (uint32_t)(p - tb->cur->data), memory_order_release);
 out:
     if (outside) usched__spin_unlock(&tb->lock);
 }
 
+/* Unmaps the slabs: each begins at a chunk whose index in allocation
+ * order is a multiple of USCHED__TRACE_SLAB. The ring's slot order is the
+ * allocation order until a flight recorder reuses its oldest, which never
+ * happens before all max chunks exist: the slots then hold them in
+ * allocation order still, rotated (slot i holds chunk i). */
 static void tbuf_free(struct usched__tbuf *tb)
 {
-    for (struct usched__tchunk *ch = tb->head, *nx; ch; ch = nx) {
-        nx = ch->next;
-        for (uint32_t i = 0; i < ch->n; i++)
-            if (ch->ev[i].type == USCHED__TEV_name) free((void *)(uintptr_t)ch->ev[i].a);
-        free(ch);
+    for (uint32_t i = 0; i < tb->count; i += USCHED__TRACE_SLAB) {
+        uint32_t n = tb->count - i < USCHED__TRACE_SLAB ? tb->count - i : USCHED__TRACE_SLAB;
+        if (i + n == tb->count) n += tb->slab_left; /* the last slab's unused chunks */
+        munmap(tb->ring[i], n * sizeof(struct usched__tchunk));
     }
+    free(tb->ring);
     memset(tb, 0, sizeof *tb);
 }
 
@@ -85,15 +299,54 @@ USCHED_EXPORT int usched_set_name(const char *name)
     if (!w || !w->cur) return usched__error(EPERM, "set_name: not called from a fiber");
     usched_t *s = w->s;
     if (!s->tracing) return 0;
-    char *copy = strdup(name);
-    if (!copy) return -ENOMEM;
-    usched__trace_rec(s, w, USCHED__TEV_name, w->cur->id, (uint64_t)(uintptr_t)copy, 0, 0);
+    usched__trace_rec(s, w, USCHED__TEV_name, w->cur->id, (uint64_t)(uintptr_t)name, 0, 0);
     return 0;
+}
+
+/* ---- settings ------------------------------------------------------------------ */
+
+static int set_bool(const char *key, const char *value, bool *out)
+{
+    if (value && (!strcmp(value, "1") || !strcmp(value, "0"))) {
+        *out = value[0] == '1';
+        return 0;
+    }
+    return usched__error(EINVAL, "%s: '%s' is not 0 or 1", key, value ? value : "(null)");
+}
+
+int usched__trace_set(struct usched *s, const char *key, const char *value, bool started)
+{
+    struct usched__tcfg *t = &s->tcfg;
+    bool is_mb = !strcmp(key, "trace_mb"), is_mode = !strcmp(key, "trace_mode");
+    bool is_sig = !strcmp(key, "trace_signal"), is_stall = !strcmp(key, "trace_stall_dump");
+    if (!is_mb && !is_mode && !is_sig && !is_stall) return -ENOENT;
+    if (started) return usched__error(EBUSY, "%s: cannot change after start", key);
+    if (is_mb) {
+        char *end;
+        errno = 0;
+        long mb = value ? strtol(value, &end, 10) : -1;
+        if (!value || end == value || *end || errno || mb < 1 || mb > 65536)
+            return usched__error(EINVAL, "trace_mb: '%s' is not a number of MiB in [1, 65536]",
+                                 value ? value : "(null)");
+        t->mb = (uint32_t)mb;
+        return 0;
+    }
+    if (is_mode) {
+        if (value && (!strcmp(value, "file") || !strcmp(value, "ring"))) {
+            t->ring = value[0] == 'r';
+            return 0;
+        }
+        return usched__error(EINVAL, "trace_mode: '%s' is not file or ring", value ? value : "(null)");
+    }
+    return set_bool(key, value, is_sig ? &t->signal : &t->stall_dump);
 }
 
 /* ---- start and stop -------------------------------------------------------------- */
 
 static void *schedtrace_main(void *arg);
+static void *dumper_main(void *arg);
+static int sig_register(struct usched *s, bool on);
+#define SIG_MAX 16 /* schedulers that may take SIGUSR2 at once */
 
 int usched__trace_open(struct usched *s)
 {
@@ -114,10 +367,46 @@ void usched__trace_close(struct usched *s)
     s->tracing = false;
 }
 
+/* What a dump thread and the dumps share (trace.c only). */
+struct usched__trace {
+    pthread_mutex_t lock; /* one dump at a time */
+    sem_t wake;           /* posted by SIGUSR2 and stalls */
+    pthread_t thread;
+    bool thread_started;
+    _Atomic int stop;
+    _Atomic uint32_t stall_pending; /* a stall asked for a dump not yet taken */
+    _Atomic uint32_t sig_pending;   /* SIGUSR2s not yet served (lock-free: the handler adds) */
+    unsigned ndumps;      /* under lock: numbers the files FILE.N */
+};
+
 int usched__trace_start(struct usched *s)
 {
     s->trace_t0 = usched__now_ns();
     s->tracing = s->trace_f != NULL;
+    if (s->tracing) {
+        pthread_once(&interned_once, interned_build);
+        uint32_t mb = s->tcfg.mb ? s->tcfg.mb : USCHED__TRACE_MB_DEFAULT;
+        uint64_t per = ((uint64_t)mb << 20) / sizeof(struct usched__tchunk) / (uint64_t)(s->ncpus + 1);
+        s->tcfg.chunks = per < 2 ? 2 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+        for (int c = 0; c < s->ncpus; c++) {
+            s->wk[c]->tbuf.seq = (uint32_t)c + 1;
+            s->wk[c]->tbuf.uuid = TF_UUID_CPU(c);
+        }
+        s->tout.seq = (uint32_t)s->ncpus + 1;
+        s->tout.uuid = TF_UUID_CPU(s->ncpus);
+        struct usched__trace *tr = calloc(1, sizeof *tr);
+        if (!tr) return -ENOMEM;
+        pthread_mutex_init(&tr->lock, NULL);
+        sem_init(&tr->wake, 0, 0);
+        s->tr = tr;
+        if (s->tcfg.signal || s->tcfg.stall_dump) {
+            int rc = -pthread_create(&tr->thread, NULL, dumper_main, s);
+            if (rc < 0) return usched__error(-rc, "trace: cannot start its dump thread");
+            tr->thread_started = true;
+        }
+        if (s->tcfg.signal && sig_register(s, true) < 0)
+            return usched__error(EBUSY, "trace_signal: at most %d schedulers may take SIGUSR2", SIG_MAX);
+    }
     if (s->schedtrace_ms > 0) {
         pthread_mutex_init(&s->st_lock, NULL);
         pthread_condattr_t ca;
@@ -150,394 +439,276 @@ void usched__schedtrace_stop(struct usched *s)
     s->st_started = 0;
 }
 
-/* ---- the writer -------------------------------------------------------------------- */
+/* ---- dumps --------------------------------------------------------------------- */
 
-struct tref {
-    struct usched__tev *e;
-    int cpu; /* -1: outside threads */
-    uint32_t seq;
-};
-
-static int tref_cmp(const void *pa, const void *pb)
+static uint64_t dropped_count(struct usched *s)
 {
-    const struct tref *a = pa, *b = pb;
-    if (a->e->ns != b->e->ns) return a->e->ns < b->e->ns ? -1 : 1;
-    if (a->cpu != b->cpu) return a->cpu < b->cpu ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+    uint64_t d = atomic_load_explicit(&s->tout.dropped, memory_order_relaxed);
+    for (int c = 0; c < s->ncpus; c++) d += atomic_load_explicit(&s->wk[c]->tbuf.dropped, memory_order_relaxed);
+    return d;
 }
 
-/* What the writer knows of a fiber: its pending wake-up and its name. */
-struct fib {
-    uint64_t id;
-    uint64_t wake_ns, waker, flow;
-    int wake_cpu, target, last_cpu;
-    uint16_t reason;
-    uint8_t kind; /* 0 none pending, else the event type + 1 */
-    const char *name;
-};
-
-struct fibmap {
-    struct fib *v;
-    size_t cap, n;
-};
-
-static struct fib *fib_get(struct fibmap *m, uint64_t id)
+static uint8_t *str_field(uint8_t *p, unsigned field, const char *str)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        struct fib *nv = calloc(ncap, sizeof *nv);
-        if (!nv) return NULL;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->v[i].id) continue;
-            size_t j = (size_t)(m->v[i].id * 0x9e3779b97f4a7c15ull) & (ncap - 1);
-            while (nv[j].id) j = (j + 1) & (ncap - 1);
-            nv[j] = m->v[i];
-        }
-        free(m->v);
-        m->v = nv;
-        m->cap = ncap;
-    }
-    size_t j = (size_t)(id * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-    while (m->v[j].id && m->v[j].id != id) j = (j + 1) & (m->cap - 1);
-    if (!m->v[j].id) {
-        m->v[j].id = id;
-        m->v[j].last_cpu = -1;
-        m->v[j].wake_cpu = -1;
-        m->n++;
-    }
-    return &m->v[j];
+    return tf_bytes(p, field, str, strlen(str));
 }
 
-static const char *const reason_names[] = {
-#define X(id, name, desc) #name,
-    USCHED_REASON_MAP(X)
-#undef X
-};
-
-static const char *reason_name(unsigned r)
+/* A track descriptor: a process (tid < 0) or a thread of process pid. */
+static uint8_t *track(uint8_t *p, uint64_t uuid, uint64_t parent, int pid, int tid, const char *name)
 {
-    return r < sizeof reason_names / sizeof reason_names[0] ? reason_names[r] : "?";
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(pk, TF_P_SEQ, TF_SEQ_HEADER);
+    uint8_t *td = tf_open(q, TF_P_TRACK_DESC);
+    q = tf_uint(td, TF_TD_UUID, uuid);
+    if (parent) q = tf_uint(q, TF_TD_PARENT, parent);
+    uint8_t *d = tf_open(q, tid < 0 ? TF_TD_PROCESS : TF_TD_THREAD);
+    q = tf_uint(d, TF_PD_PID, (uint64_t)pid);
+    if (tid >= 0) q = str_field(tf_uint(q, TF_TH_TID, (uint64_t)tid), TF_TH_NAME, name);
+    else q = str_field(q, TF_PD_NAME, name);
+    q = tf_close(d, q);
+    return tf_close(pk, tf_close(td, q));
 }
 
-static const char *const tev_names[] = {
-#define X(name, desc) #name,
-    USCHED_TRACE_EVENTS(X)
-#undef X
-};
-
-struct wctx {
-    struct usched *s;
-    FILE *f;
-    uint64_t t0;
-    int *pid; /* [cpu] process of the CPU (its LLC + 1); its thread is cpu + 1 */
-    int out_pid, out_tid; /* the outside threads' process and thread */
-    int first;
-};
-
-static void ts(struct wctx *c, uint64_t ns)
+static uint8_t *meta_str(uint8_t *p, const char *name, const char *v)
 {
-    uint64_t d = ns > c->t0 ? ns - c->t0 : 0;
-    fprintf(c->f, "%llu.%03u", (unsigned long long)(d / 1000), (unsigned)(d % 1000));
+    uint8_t *a = tf_open(p, TF_E_ANNOT);
+    return tf_close(a, str_field(str_field(a, TF_A_NAME, name), TF_A_STRING, v));
 }
 
-static void ev_open(struct wctx *c, const char *ph, const char *cat, int cpu, uint64_t ns)
+static uint8_t *meta_uint(uint8_t *p, const char *name, uint64_t v)
 {
-    fprintf(c->f, "%s\n{\"ph\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":", c->first ? "" : ",", ph,
-            cat, cpu >= 0 ? c->pid[cpu] : c->out_pid, cpu >= 0 ? cpu + 1 : c->out_tid);
-    c->first = 0;
-    ts(c, ns);
+    uint8_t *a = tf_open(p, TF_E_ANNOT);
+    return tf_close(a, tf_uint(str_field(a, TF_A_NAME, name), TF_A_UINT, v));
 }
 
-static void fiber_label(FILE *f, const struct fib *fb, uint64_t id)
+/* The header: clocks, tracks, and the "usched" event (tracefmt/tracefmt.h). */
+static int write_header(struct usched *s, FILE *f)
 {
-    if (fb && fb->name) fprintf(f, "\"%s\"", fb->name);
-    else fprintf(f, "\"fiber %llu\"", (unsigned long long)id);
-}
-
-static void write_meta(struct wctx *c)
-{
-    usched_t *s = c->s;
-    FILE *f = c->f;
     usched__topo_t *t = s->topo;
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\n\"usched\":{\"version\":\"%s\",\"policy\":\"%s\",\"ncpus\":%d,"
-               "\"smt\":%d,\"cpus\":[",
-            USCHED_VERSION_STRING, s->ops->name, s->ncpus, usched__topo_smt_width(t));
-    for (int cpu = 0; cpu < s->ncpus; cpu++)
-        fprintf(f, "%s{\"cpu\":%d,\"os\":%d,\"package\":%d,\"llc\":%d,\"l2\":%d,\"core\":%d}", cpu ? "," : "",
-                cpu, usched__topo_os_index(t, cpu), usched__topo_group(t, cpu, TOPO_PACKAGE),
-                usched__topo_group(t, cpu, TOPO_LLC), usched__topo_group(t, cpu, TOPO_L2),
-                usched__topo_group(t, cpu, TOPO_SMT));
-    uint64_t dropped = s->tout.dropped;
-    for (int cpu = 0; cpu < s->ncpus; cpu++) dropped += s->wk[cpu]->tbuf.dropped;
-    fprintf(f, "],\"dropped\":%llu},\n\"traceEvents\":[", (unsigned long long)dropped);
-    c->first = 1;
-    /* Ids from 1: viewers treat pid and tid 0 as the kernel's idle task. */
-    fprintf(f, "\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"outside threads\"}}",
-            c->out_pid);
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
-            c->out_pid, c->out_pid);
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"spawns and "
-               "wake-ups from outside threads\"}}",
-            c->out_pid, c->out_tid);
-    c->first = 0;
-    int last_pid = -1;
-    for (int cpu = 0; cpu < s->ncpus; cpu++) {
-        int pid = c->pid[cpu];
-        if (pid != last_pid) {
-            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"package %d, LLC %d\"}}",
-                    pid, usched__topo_group(t, cpu, TOPO_PACKAGE), pid - 1);
-            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
-                    pid, pid);
-            last_pid = pid;
-        }
-        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"cpu %d, core %d\"}}",
-                pid, cpu + 1, cpu, usched__topo_group(t, cpu, TOPO_SMT));
-        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-                pid, cpu + 1, cpu);
-    }
-}
-
-/* Pairs each run with its stop and each park with its unpark on one CPU:
- * the duration goes into the opening event's `a`. Events left open end at
- * `end`. */
-static void pair_slices(struct usched__tbuf *tb, uint64_t end)
-{
-    struct usched__tev *run = NULL, *park = NULL;
-    for (struct usched__tchunk *ch = tb->head; ch; ch = ch->next)
-        for (uint32_t i = 0; i < ch->n; i++) {
-            struct usched__tev *e = &ch->ev[i];
-            switch (e->type) {
-            case USCHED__TEV_run:
-                if (run) run->a = e->ns - run->ns;
-                run = e;
-                e->a = 0;
-                e->c = 0;
-                e->blk = 0;
-                break;
-            case USCHED__TEV_stop:
-                if (run && run->id == e->id) {
-                    run->a = e->ns - run->ns;
-                    run->c = e->c; /* how it ended */
-                    run->blk = (uint8_t)e->b; /* on what, if it blocked */
-                }
-                run = NULL;
-                break;
-            case USCHED__TEV_park:
-                park = e;
-                e->a = 0;
-                break;
-            case USCHED__TEV_unpark:
-                if (park) park->a = e->ns - park->ns;
-                park = NULL;
-                break;
-            default:
-                break;
-            }
-        }
-    if (run) run->a = end > run->ns ? end - run->ns : 0;
-    if (park) park->a = end > park->ns ? end - park->ns : 0;
-}
-
-static size_t tbuf_count(const struct usched__tbuf *tb, uint64_t *last)
-{
-    size_t n = 0;
-    for (const struct usched__tchunk *ch = tb->head; ch; ch = ch->next) {
-        n += ch->n;
-        if (ch->n && ch->ev[ch->n - 1].ns > *last) *last = ch->ev[ch->n - 1].ns;
-    }
-    return n;
-}
-
-static size_t tbuf_refs(struct usched__tbuf *tb, int cpu, struct tref *out)
-{
-    size_t n = 0;
-    for (struct usched__tchunk *ch = tb->head; ch; ch = ch->next)
-        for (uint32_t i = 0; i < ch->n; i++, n++) out[n] = (struct tref){&ch->ev[i], cpu, (uint32_t)n};
-    return n;
-}
-
-static void write_run(struct wctx *c, struct fibmap *m, const struct tref *r, const int *running)
-{
-    usched_t *s = c->s;
-    usched__topo_t *t = s->topo;
-    const struct usched__tev *e = r->e;
-    int cpu = r->cpu;
-    struct fib *fb = fib_get(m, e->id);
-    FILE *f = c->f;
-    ev_open(c, "X", "run", cpu, e->ns);
-    fprintf(f, ",\"dur\":%llu.%03u,\"name\":", (unsigned long long)(e->a / 1000), (unsigned)(e->a % 1000));
-    fiber_label(f, fb, e->id);
-    static const char *const ends[] = {"running", "yield", "block", "exit"};
-    fprintf(f, ",\"args\":{\"fiber\":%llu,\"runq\":%u,\"end\":\"%s\"", (unsigned long long)e->id, e->b,
-            ends[e->c < 4 ? e->c : 0]);
-    static const char *const blks[] = {
-#define X(name) #name,
-        USCHED_TRACE_BLOCKS(X)
-#undef X
-    };
-    if (e->c == USCHED__TSTOP_BLOCK) fprintf(f, ",\"on\":\"%s\"", blks[e->blk < USCHED__NTBLK ? e->blk : 0]);
-    if (fb && fb->kind) {
-        const char *kind = tev_names[fb->kind - 1];
-        fprintf(f, ",\"woken\":\"%s\",\"wake_ts\":", kind);
-        ts(c, fb->wake_ns);
-        fprintf(f, ",\"wait_ns\":%llu,\"reason\":\"%s\"", (unsigned long long)(e->ns - fb->wake_ns),
-                reason_name(fb->reason));
-        if (fb->wake_cpu >= 0) fprintf(f, ",\"waker_cpu\":%d", fb->wake_cpu);
-        if (fb->waker) fprintf(f, ",\"waker\":%llu", (unsigned long long)fb->waker);
-        /* Crossed an LLC: ran outside the LLC of both the waker's CPU and
-         * the fiber's previous CPU (as the wake_cross_llc counter). */
-        int llc = usched__topo_group(t, cpu, TOPO_LLC);
-        int ref = fb->wake_cpu >= 0 ? fb->wake_cpu : fb->last_cpu;
-        if (ref >= 0 && llc != usched__topo_group(t, ref, TOPO_LLC) &&
-            (fb->last_cpu < 0 || llc != usched__topo_group(t, fb->last_cpu, TOPO_LLC)))
-            fprintf(f, ",\"xllc\":1");
-        /* Landed beside a busy SMT sibling. */
-        int core = usched__topo_group(t, cpu, TOPO_SMT);
-        for (int o = 0; o < s->ncpus; o++)
-            if (o != cpu && running[o] && usched__topo_group(t, o, TOPO_SMT) == core) {
-                fprintf(f, ",\"busy_sibling\":1");
-                break;
-            }
-    }
-    if (fb && fb->last_cpu >= 0 && fb->last_cpu != cpu) fprintf(f, ",\"from_cpu\":%d", fb->last_cpu);
-    fprintf(f, "}}");
-    if (fb && fb->kind && fb->flow) {
-        ev_open(c, "f", "wake", cpu, e->ns);
-        fprintf(f, ",\"bp\":\"e\",\"name\":\"wake\",\"id\":%llu}", (unsigned long long)fb->flow);
-    }
-    if (fb) {
-        fb->kind = 0;
-        fb->flow = 0;
-        fb->last_cpu = cpu;
-    }
-}
-
-static int write_file(struct usched *s)
-{
-    FILE *f = s->trace_f;
     int n = s->ncpus;
-    uint64_t end = 0;
-    size_t total = tbuf_count(&s->tout, &end);
-    for (int cpu = 0; cpu < n; cpu++) total += tbuf_count(&s->wk[cpu]->tbuf, &end);
-    struct tref *refs = malloc((total ? total : 1) * sizeof *refs);
-    int *pid = calloc((size_t)n, sizeof *pid);
-    int *running = calloc((size_t)n, sizeof *running);
-    uint32_t *runq = calloc((size_t)n, sizeof *runq);
-    struct fibmap m = {0};
-    int rc = 0;
-    if (!refs || !pid || !running || !runq) {
-        rc = -ENOMEM;
-        goto out;
+    size_t cap = 4096 + (size_t)n * 160;
+    uint8_t *buf = malloc(cap), *p = buf;
+    char *cpus = malloc((size_t)n * 64 + 1);
+    if (!buf || !cpus) {
+        free(buf);
+        free(cpus);
+        return -ENOMEM;
     }
-    size_t k = 0;
-    for (int cpu = 0; cpu < n; cpu++) {
-        pair_slices(&s->wk[cpu]->tbuf, end);
-        k += tbuf_refs(&s->wk[cpu]->tbuf, cpu, refs + k);
-        pid[cpu] = usched__topo_group(s->topo, cpu, TOPO_LLC) + 1;
-        runq[cpu] = UINT32_MAX;
-    }
-    k += tbuf_refs(&s->tout, -1, refs + k);
-    qsort(refs, k, sizeof *refs, tref_cmp);
+    struct timespec mono, boot;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(pk, TF_P_SEQ, TF_SEQ_HEADER);
+    uint8_t *cs = tf_open(q, TF_P_CLOCK_SNAPSHOT);
+    uint8_t *ck = tf_open(cs, TF_CS_CLOCK);
+    q = tf_close(ck, tf_uint(tf_uint(ck, TF_CK_ID, TF_CLOCK_MONOTONIC), TF_CK_TS,
+                             (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec));
+    ck = tf_open(q, TF_CS_CLOCK);
+    q = tf_close(ck, tf_uint(tf_uint(ck, TF_CK_ID, TF_CLOCK_BOOTTIME), TF_CK_TS,
+                             (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec));
+    q = tf_uint(q, TF_CS_PRIMARY, TF_CLOCK_MONOTONIC);
+    p = tf_close(pk, tf_close(cs, q));
 
-    struct wctx c = {.s = s, .f = f, .t0 = s->trace_t0, .pid = pid,
-                     .out_pid = usched__topo_ngroups(s->topo, TOPO_LLC) + 1, .out_tid = n + 1};
-    write_meta(&c);
-    uint64_t flows = 0;
-    for (size_t i = 0; i < k; i++) {
-        const struct usched__tev *e = refs[i].e;
-        int cpu = refs[i].cpu;
-        switch (e->type) {
-        case USCHED__TEV_spawn:
-        case USCHED__TEV_wake:
-        case USCHED__TEV_io_ready: {
-            struct fib *fb = fib_get(&m, e->id);
-            if (!fb) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            fb->kind = (uint8_t)(e->type + 1);
-            fb->wake_ns = e->ns;
-            fb->wake_cpu = cpu;
-            fb->target = (int)e->b;
-            fb->waker = e->a;
-            fb->reason = e->c;
-            fb->flow = 0;
-            if (e->type == USCHED__TEV_spawn) {
-                ev_open(&c, "i", "spawn", cpu, e->ns);
-                fprintf(f, ",\"s\":\"t\",\"name\":\"spawn\",\"args\":{\"fiber\":%llu,\"parent\":%llu,"
-                           "\"cpu\":%d,\"reason\":\"%s\"}}",
-                        (unsigned long long)e->id, (unsigned long long)e->a, (int)e->b, reason_name(e->c));
-            } else if (cpu >= 0 && running[cpu]) {
-                /* A flow from the waker's running slice. */
-                fb->flow = ++flows;
-                ev_open(&c, "s", "wake", cpu, e->ns);
-                fprintf(f, ",\"name\":\"wake\",\"id\":%llu}", (unsigned long long)fb->flow);
-            }
-            break;
+    char name[96];
+    int nllc = usched__topo_ngroups(t, TOPO_LLC), last = -1;
+    for (int c = 0; c < n; c++) {
+        int llc = usched__topo_group(t, c, TOPO_LLC);
+        if (llc != last) {
+            snprintf(name, sizeof name, "package %d, LLC %d", usched__topo_group(t, c, TOPO_PACKAGE), llc);
+            p = track(p, TF_UUID_LLC(llc), 0, llc + 1, -1, name);
+            last = llc;
         }
-        case USCHED__TEV_run:
-            if (cpu < 0) break;
-            write_run(&c, &m, &refs[i], running);
-            running[cpu] = 1;
-            if (e->b != runq[cpu]) {
-                runq[cpu] = e->b;
-                ev_open(&c, "C", "runq", cpu, e->ns);
-                fprintf(f, ",\"name\":\"runq cpu %d\",\"args\":{\"fibers\":%u}}", cpu, e->b);
-            }
-            break;
-        case USCHED__TEV_stop:
-            if (cpu >= 0) running[cpu] = 0;
-            break;
-        case USCHED__TEV_steal:
-            ev_open(&c, "i", "steal", cpu, e->ns);
-            fprintf(f, ",\"s\":\"t\",\"name\":\"steal\",\"args\":{\"fiber\":%llu,\"victim\":%u,\"level\":\"%s\","
-                       "\"fibers\":%llu}}",
-                    (unsigned long long)e->id, e->b, usched__topo_level_name(e->c), (unsigned long long)e->a);
-            break;
-        case USCHED__TEV_migrate:
-            ev_open(&c, "i", "migrate", cpu, e->ns);
-            fprintf(f, ",\"s\":\"t\",\"name\":\"migrate\",\"args\":{\"fiber\":%llu,\"from\":%u,\"level\":\"%s\"}}",
-                    (unsigned long long)e->id, e->b, usched__topo_level_name(e->c));
-            break;
-        case USCHED__TEV_park:
-            ev_open(&c, "X", "idle", cpu, e->ns);
-            fprintf(f, ",\"dur\":%llu.%03u,\"name\":\"%s\"}", (unsigned long long)(e->a / 1000),
-                    (unsigned)(e->a % 1000), e->c ? "parked (I/O poller)" : "parked");
-            break;
-        case USCHED__TEV_io_wait:
-            ev_open(&c, "i", "io", cpu, e->ns);
-            fprintf(f, ",\"s\":\"t\",\"name\":\"io_wait\",\"args\":{\"fiber\":%llu,\"fd\":%lld}}",
-                    (unsigned long long)e->id, (long long)e->a);
-            break;
-        case USCHED__TEV_stall:
-            ev_open(&c, "i", "stall", (int)e->b < n ? (int)e->b : -1, e->ns);
-            fprintf(f, ",\"s\":\"t\",\"name\":\"stall\",\"args\":{\"fiber\":%llu,\"held_us\":%llu}}",
-                    (unsigned long long)e->id, (unsigned long long)(e->a / 1000));
-            break;
-        case USCHED__TEV_name: {
-            struct fib *fb = fib_get(&m, e->id);
-            if (fb) fb->name = (const char *)(uintptr_t)e->a;
-            break;
-        }
-        default:
+        snprintf(name, sizeof name, "cpu %d, core %d", c, usched__topo_group(t, c, TOPO_SMT));
+        p = track(p, TF_UUID_CPU(c), TF_UUID_LLC(llc), llc + 1, c + 1, name);
+    }
+    p = track(p, TF_UUID_LLC(nllc), 0, nllc + 1, -1, "outside threads");
+    p = track(p, TF_UUID_CPU(n), TF_UUID_LLC(nllc), nllc + 1, n + 1, "spawns and wake-ups from outside threads");
+
+    pk = tf_open(p, TF_TRACE_PACKET);
+    q = tf_uint(pk, TF_P_SEQ, TF_SEQ_HEADER);
+    uint8_t *td = tf_open(q, TF_P_TRACK_DESC);
+    q = tf_close(td, str_field(tf_uint(td, TF_TD_UUID, TF_UUID_META), TF_TD_NAME, TF_META_EVENT));
+    p = tf_close(pk, q);
+
+    size_t len = 0;
+    for (int c = 0; c < n; c++)
+        len += (size_t)sprintf(cpus + len, "%d,%d,%d,%d,%d;", usched__topo_os_index(t, c),
+                               usched__topo_group(t, c, TOPO_PACKAGE), usched__topo_group(t, c, TOPO_LLC),
+                               usched__topo_group(t, c, TOPO_L2), usched__topo_group(t, c, TOPO_SMT));
+    pk = tf_open(p, TF_TRACE_PACKET);
+    q = tf_uint(tf_uint(pk, TF_P_TIMESTAMP, s->trace_t0), TF_P_CLOCK_ID, TF_CLOCK_MONOTONIC);
+    q = tf_uint(q, TF_P_SEQ, TF_SEQ_HEADER);
+    uint8_t *te = tf_open(q, TF_P_TRACK_EVENT);
+    q = tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_TRACK, TF_UUID_META);
+    q = str_field(q, TF_E_NAME, TF_META_EVENT);
+    q = meta_str(q, "version", USCHED_VERSION_STRING);
+    q = meta_str(q, "policy", s->ops->name);
+    q = meta_uint(q, "ncpus", (uint64_t)n);
+    q = meta_uint(q, "smt", (uint64_t)usched__topo_smt_width(t));
+    q = meta_str(q, "mode", s->tcfg.ring ? "ring" : "file");
+    q = meta_uint(q, "dropped", dropped_count(s));
+    q = meta_str(q, TF_META_CPUS, cpus);
+    p = tf_close(pk, tf_close(te, q));
+    int rc = fwrite(buf, 1, (size_t)(p - buf), f) == (size_t)(p - buf) ? 0 : -EIO;
+    free(buf);
+    free(cpus);
+    return rc;
+}
+
+/* Copies tb's chunks (oldest first) under its lock, then writes them. */
+static int write_buffer(struct usched__tbuf *tb, FILE *f)
+{
+    usched__spin_lock(&tb->lock);
+    size_t total = 0;
+    for (uint32_t i = 0; i < tb->count; i++)
+        total += atomic_load_explicit(&tb->ring[(tb->head + i) % tb->max]->len, memory_order_acquire);
+    uint8_t *copy = total ? malloc(total) : NULL;
+    size_t k = 0;
+    for (uint32_t i = 0; copy && i < tb->count; i++) {
+        struct usched__tchunk *ch = tb->ring[(tb->head + i) % tb->max];
+        uint32_t len = atomic_load_explicit(&ch->len, memory_order_acquire);
+        if (k + len > total) break; /* grew since counted: what was counted */
+        memcpy(copy + k, ch->data, len);
+        k += len;
+    }
+    usched__spin_unlock(&tb->lock);
+    if (total && !copy) return -ENOMEM;
+    int rc = k == 0 || fwrite(copy, 1, k, f) == k ? 0 : -EIO;
+    free(copy);
+    return rc;
+}
+
+static int dump_to(struct usched *s, FILE *f)
+{
+    int rc = write_header(s, f);
+    for (int c = 0; rc == 0 && c < s->ncpus; c++) rc = write_buffer(&s->wk[c]->tbuf, f);
+    if (rc == 0) rc = write_buffer(&s->tout, f);
+    if (rc == 0 && fflush(f) != 0) rc = -EIO;
+    return rc;
+}
+
+USCHED_EXPORT int usched_trace_dump(usched_t *s, const char *path)
+{
+    if (!s || !path || !*path) return usched__error(EINVAL, "trace_dump: NULL scheduler or empty path");
+    if (!atomic_load(&s->started)) return usched__error(ESRCH, "trace_dump: scheduler not started");
+    struct usched__trace *tr = s->tr;
+    if (!tr) return usched__error(ENODATA, "trace_dump: not tracing (set \"trace\" before usched_start)");
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        int e = errno;
+        return usched__error(e, "trace_dump: cannot create '%s': %s", path, strerror(e));
+    }
+    pthread_mutex_lock(&tr->lock);
+    int rc = dump_to(s, f);
+    pthread_mutex_unlock(&tr->lock);
+    if (fclose(f) != 0 && rc == 0) rc = -EIO;
+    if (rc < 0) return usched__error(-rc, "trace_dump: writing '%s' failed: %s", path, strerror(-rc));
+    return 0;
+}
+
+/* ---- SIGUSR2 and stalls: the dump thread ------------------------------------------ */
+
+/* Schedulers that allowed SIGUSR2 (trace_signal): the handler posts each
+ * one's semaphore (sem_post is async-signal-safe); its dump thread writes
+ * FILE.N. The handler, once installed, stays (doing nothing without
+ * schedulers); it replaces the program's own, which is why a program must
+ * ask for it. */
+static struct usched *_Atomic sig_sched[SIG_MAX];
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool sig_installed;
+
+/* Handlers running: a scheduler leaving the registry waits for none to be
+ * (S1 then S2 in the handler, U1 then U2 when leaving; all seq_cst: either
+ * the handler's S2 sees the slot emptied, or U2 sees it counted). */
+static _Atomic int sig_inflight;
+
+static void sig_handler(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&sig_inflight, 1); /* S1 */
+    for (int i = 0; i < SIG_MAX; i++) {
+        struct usched *s = atomic_load(&sig_sched[i]); /* S2 */
+        if (!s) continue;
+        atomic_fetch_add_explicit(&s->tr->sig_pending, 1, memory_order_relaxed);
+        sem_post(&s->tr->wake);
+    }
+    atomic_fetch_sub(&sig_inflight, 1);
+}
+
+static int sig_register(struct usched *s, bool on)
+{
+    int rc = on ? -EBUSY : 0;
+    pthread_mutex_lock(&sig_lock);
+    for (int i = 0; i < SIG_MAX; i++) {
+        struct usched *want = on ? NULL : s, *put = on ? s : NULL;
+        if (atomic_load(&sig_sched[i]) == want) {
+            atomic_store(&sig_sched[i], put); /* U1 when leaving */
+            rc = 0;
             break;
         }
     }
-    fprintf(f, "\n]}\n");
-out:
-    free(refs);
-    free(pid);
-    free(running);
-    free(runq);
-    free(m.v);
+    while (!on && atomic_load(&sig_inflight)) /* U2: a handler may still use s */
+        sched_yield();
+    if (on && !sig_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = sig_handler;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sig_installed = sigaction(SIGUSR2, &sa, NULL) == 0;
+    }
+    pthread_mutex_unlock(&sig_lock);
     return rc;
+}
+
+static void *dumper_main(void *arg)
+{
+    struct usched *s = arg;
+    struct usched__trace *tr = s->tr;
+    for (;;) {
+        while (sem_wait(&tr->wake) < 0 && errno == EINTR) {}
+        /* A request made before the scheduler stopped is served first. */
+        bool sig = atomic_exchange(&tr->sig_pending, 0) != 0;
+        bool stall = atomic_exchange(&tr->stall_pending, 0) != 0;
+        if (!sig && !stall) {
+            if (atomic_load(&tr->stop)) break;
+            continue;
+        }
+        pthread_mutex_lock(&tr->lock);
+        unsigned k = ++tr->ndumps;
+        pthread_mutex_unlock(&tr->lock);
+        char path[4096];
+        snprintf(path, sizeof path, "%s.%u", s->trace_path, k);
+        if (usched_trace_dump(s, path) < 0)
+            fprintf(stderr, "usched: %s\n", usched_last_error());
+        else
+            fprintf(stderr, "usched: trace: the last %s written to '%s'%s\n", s->tcfg.ring ? "events" : "events so far",
+                    path, stall ? " after a stall" : "");
+    }
+    return NULL;
+}
+
+void usched__trace_stalled(struct usched *s)
+{
+    struct usched__trace *tr = s->tr;
+    if (!tr || !s->tcfg.stall_dump || atomic_exchange(&tr->stall_pending, 1)) return;
+    sem_post(&tr->wake);
 }
 
 int usched__trace_stop(struct usched *s)
 {
     int rc = 0;
+    struct usched__trace *tr = s->tr;
+    if (tr) {
+        if (s->tcfg.signal) sig_register(s, false); /* not there: nothing done */
+        if (tr->thread_started) {
+            atomic_store(&tr->stop, 1);
+            sem_post(&tr->wake);
+            pthread_join(tr->thread, NULL);
+        }
+    }
     if (s->trace_f) {
-        rc = write_file(s);
+        rc = s->wk ? dump_to(s, s->trace_f) : 0;
         if (ferror(s->trace_f)) rc = -EIO;
         if (fclose(s->trace_f) != 0 && rc == 0) rc = -EIO;
         s->trace_f = NULL;
@@ -545,19 +716,23 @@ int usched__trace_stop(struct usched *s)
             fprintf(stderr, "usched: trace: writing '%s' failed: %s\n", s->trace_path, strerror(-rc));
             rc = usched__error(-rc, "trace: writing '%s' failed", s->trace_path);
         } else {
-            uint64_t dropped = s->tout.dropped;
-            for (int cpu = 0; cpu < s->ncpus; cpu++) dropped += s->wk[cpu]->tbuf.dropped;
+            uint64_t dropped = dropped_count(s);
             if (dropped)
-                fprintf(stderr, "usched: trace: %llu events dropped (a CPU's buffer reached %d MiB); '%s' says so\n",
-                        (unsigned long long)dropped,
-                        (int)((size_t)USCHED__TRACE_MAX_CHUNKS * sizeof(struct usched__tchunk) >> 20),
+                fprintf(stderr, "usched: trace: %llu events dropped (the trace reached trace_mb, %u MiB); '%s' says so\n",
+                        (unsigned long long)dropped, s->tcfg.mb ? s->tcfg.mb : USCHED__TRACE_MB_DEFAULT,
                         s->trace_path);
         }
     }
     s->tracing = false;
     tbuf_free(&s->tout);
     for (int cpu = 0; cpu < s->ncpus; cpu++)
-        if (s->wk[cpu]) tbuf_free(&s->wk[cpu]->tbuf); /* a failed start may leave holes */
+        if (s->wk && s->wk[cpu]) tbuf_free(&s->wk[cpu]->tbuf); /* a failed start may leave holes */
+    if (tr) {
+        sem_destroy(&tr->wake);
+        pthread_mutex_destroy(&tr->lock);
+        free(tr);
+        s->tr = NULL;
+    }
     return rc;
 }
 

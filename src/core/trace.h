@@ -1,14 +1,16 @@
 /*
  * Trace events and the wake-up latency histogram (docs/trace.md).
  *
- * Recording. Each CPU appends the events it decides to a buffer only its
- * worker writes (owner only: no lock, no atomic); outside threads (spawns
- * and wake-ups from plain threads) append to one shared buffer under a spin
- * lock. A buffer is a chain of chunks of USCHED__TRACE_CHUNK events: when a
- * chunk fills, its owner links a new one, so no event is lost and no worker
- * waits for a writer. Past USCHED__TRACE_MAX_CHUNKS chunks per buffer
- * events are dropped and counted; the file says how many. The file is
- * written once, when the scheduler is destroyed (trace.c).
+ * Recording. Each CPU encodes the events it decides, as they happen, into
+ * Perfetto packets (tracefmt/tracefmt.h) in a buffer only its worker writes (no
+ * lock, no atomic read-modify-write); outside threads (spawns and wake-ups
+ * from plain threads, the stall monitor) write one shared buffer under a
+ * spin lock. A buffer is a ring of 64 KiB chunks, at most trace_mb MiB over
+ * all buffers: when the last chunk fills, a file trace drops the events
+ * that follow (counted, the file says how many) and a flight recorder
+ * (trace_mode=ring) reuses its oldest chunk. The file is written by
+ * usched_trace_dump, at destroy, on SIGUSR2 when the program allows it, and
+ * after a stall when asked (trace.c).
  *
  * Off (the default), every hook costs one load of s->tracing and a branch
  * predicted not taken: the recording itself is out of line.
@@ -30,73 +32,60 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* name, description (a: another fiber or a count; b: a CPU; c: a small code) */
-#define USCHED_TRACE_EVENTS(X)                                                   \
-    X(spawn, "a fiber was created and placed (a: parent fiber, b: CPU chosen, c: reason)") \
-    X(wake, "a blocked fiber was made runnable (a: waker fiber, b: CPU chosen, c: reason)") \
-    X(io_ready, "a fiber waiting for I/O was made runnable (b: CPU chosen, c: reason)") \
-    X(run, "a fiber started or resumed running (b: run queue length)")        \
-    X(stop, "the running fiber left its CPU (c: yield, block or exit)")      \
-    X(steal, "an idle CPU stole fibers (b: victim CPU, c: level, a: fibers taken)") \
-    X(migrate, "a fiber resumed away from its last CPU (b: last CPU, c: level)") \
-    X(park, "a worker went to sleep (c: 1 in the I/O poller)")               \
-    X(unpark, "a worker woke up")                                              \
-    X(io_wait, "a fiber blocked waiting for a descriptor (a: descriptor)")    \
-    X(stall, "the monitor found a CPU held by one fiber (b: that CPU, a: ns held so far)") \
-    X(name, "the fiber named itself (a: the name, owned by the trace)")
+#include "tracefmt/tracefmt.h"
 
-enum usched__tev_type {
-#define X(name, desc) USCHED__TEV_##name,
-    USCHED_TRACE_EVENTS(X)
-#undef X
-    USCHED__NTEV
-};
+/* The events, what a fiber blocks on, the stop codes: tracefmt/tracefmt.h. */
 
-/* What a blocked fiber waits for (b of a stop event that blocks; "on" of
- * its run slice in the file). */
-#define USCHED_TRACE_BLOCKS(X) X(other) X(mutex) X(cond) X(chan) X(sem) X(wg) X(sleep) X(join) X(io) X(offload)
-enum usched__tblk {
-#define X(name) USCHED__TBLK_##name,
-    USCHED_TRACE_BLOCKS(X)
-#undef X
-    USCHED__NTBLK
-};
-
-/* Stop codes (c of a stop event). */
-enum { USCHED__TSTOP_YIELD = 1, USCHED__TSTOP_BLOCK, USCHED__TSTOP_EXIT };
-
-/* One event: 32 bytes. ns is CLOCK_MONOTONIC; id the fiber it is about. */
-struct usched__tev {
-    uint64_t ns;
-    uint64_t id;
-    uint64_t a;
-    uint32_t b;
-    uint16_t c;
-    uint8_t type;
-    uint8_t blk; /* a run slice: what it blocked on at its end (USCHED__TBLK_*) */
-};
-_Static_assert(sizeof(struct usched__tev) == 32, "trace event: 32 bytes");
-
-/* 4096 events (128 KiB) per chunk; 256 chunks (32 MiB, 1M events) per CPU
- * before events are dropped. A 2-CPU pingpong records ~4 events per
- * message, so a buffer holds about a quarter of a second of the busiest
- * workload we have (BENCHMARKS.md: ~1 M messages/s). */
-#define USCHED__TRACE_CHUNK 4096
-#define USCHED__TRACE_MAX_CHUNKS 256
+/* A chunk of encoded packets (tracefmt/tracefmt.h): 64 KiB, the unit a flight
+ * recorder drops. Only the owner writes data[len..]; it publishes each
+ * packet with a release store of len, so a dump (acquire) may copy
+ * data[0..len) while the owner appends. A chunk is reset (len = 0) only
+ * under its buffer's lock, which a dump holds while it copies. */
+#define USCHED__TRACE_CHUNK (64 * 1024)
+/* Chunks are mapped USCHED__TRACE_SLAB at a time with their pages
+ * populated: a page fault per 4 KiB written (about 170 events) let a loaded
+ * machine's kernel preempt the worker at every one; one mapping per 16
+ * chunks enters the kernel once per ~40,000 events. */
+#define USCHED__TRACE_SLAB 16
+/* The largest packet an event makes (a name event with its string). */
+#define USCHED__TRACE_MAXPKT 256
 
 struct usched__tchunk {
-    struct usched__tchunk *next;
-    uint32_t n;
-    struct usched__tev ev[USCHED__TRACE_CHUNK];
+    _Atomic uint32_t len;
+    uint8_t data[USCHED__TRACE_CHUNK];
 };
 
-/* A CPU's (or the outside threads') event buffer. Owner only, or under
- * `lock` for the outside buffer. */
+/* A CPU's (or the outside threads') buffer: a ring of up to `max` chunks,
+ * `head` the oldest of `count`. Owner only (the worker; for the outside
+ * buffer, whoever holds `lock`), except: the chunk list (ring, head, count)
+ * changes under `lock`, which dumps take; `dropped` is read by dumps
+ * (relaxed). */
 struct usched__tbuf {
-    struct usched__tchunk *head, *cur;
-    uint32_t nchunks;
-    uint64_t dropped;
-    _Atomic uint32_t lock; /* outside buffer only */
+    struct usched__tchunk *cur; /* being written; NULL before the first event */
+    uint8_t *pos, *end;         /* cur->data[len], the last byte a packet may start at */
+    uint64_t last_ns;           /* timestamp of the last packet (deltas) */
+    uint64_t cur_fiber;         /* the fiber running (a wake-up by it omits its id) */
+    uint32_t runq;              /* the last run queue length written */
+    uint32_t seq;               /* Perfetto sequence id */
+    uint64_t uuid;              /* its track */
+    struct usched__tchunk **ring;
+    uint32_t max, head, count;
+    struct usched__tchunk *slab; /* chunks mapped, populated, not yet used */
+    uint32_t slab_left;
+    bool full;                  /* not a ring and no chunk left: events are dropped */
+    _Atomic uint64_t dropped;
+    _Atomic uint32_t lock;
+    uint64_t named[64];         /* fibers whose run name is interned in cur (by id % 64) */
+};
+
+/* Settings (usched_set, api.c -> usched__trace_set): trace_mb (all buffers
+ * together, MiB; 0: USCHED__TRACE_MB_DEFAULT), trace_mode ring, trace_signal
+ * (the program allows SIGUSR2 dumps), trace_stall_dump. chunks: per buffer,
+ * computed at start. */
+#define USCHED__TRACE_MB_DEFAULT 128
+struct usched__tcfg {
+    uint32_t mb, chunks;
+    bool ring, signal, stall_dump;
 };
 
 /* ---- wake-up latency ----------------------------------------------------- */
@@ -153,12 +142,17 @@ void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_
     } while (0)
 #define USCHED__TRACE(s, w, type, id, a, b, c) USCHED__TRACE_T(s, w, USCHED__TEV_##type, id, a, b, c)
 
-/* Lifecycle (trace.c, called by api.c). start: opens the trace file named
- * by s->trace_path (error naming it if it cannot be created) and allocates
- * the buffers; starts the periodic summary thread when asked. stop: after
- * the workers have exited, writes the file and frees everything. */
+/* Lifecycle (trace.c, called by api.c). start: sizes the buffers from
+ * trace_mb, installs the dump signal when allowed, starts the dump thread
+ * and the periodic summary thread when asked. stop: after the workers have
+ * exited, writes the file (every chunk kept) and frees everything. */
 int usched__trace_start(struct usched *s);
 int usched__trace_stop(struct usched *s);
+/* The stall monitor saw a stall begin: dumps the flight recorder when the
+ * trace_stall_dump setting asks (by the dump thread, not the monitor). */
+void usched__trace_stalled(struct usched *s);
+/* usched_set for the trace_* keys above: -ENOENT for another key. */
+int usched__trace_set(struct usched *s, const char *key, const char *value, bool started);
 /* The periodic summary (USCHED_SCHEDTRACE): stops its thread. */
 void usched__schedtrace_stop(struct usched *s);
 

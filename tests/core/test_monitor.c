@@ -30,11 +30,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/core.h"
+#include "tracefmt/tracefmt.h"
 #include "test.h"
 #include "usched.h"
 
@@ -366,6 +368,50 @@ static void case_idle(void)
     ASSERT_GT(stat_of("monitor_sleeps"), 0);
 }
 
+/* The stall instants of a trace file (docs/trace.md): track events of
+ * type instant named stall, in the file's packets. */
+static uint64_t count_stalls(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ASSERT(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    uint8_t *buf = malloc((size_t)n + 1);
+    ASSERT(buf);
+    ASSERT_EQ_U(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    uint64_t count = 0, tag, len, v;
+    for (const uint8_t *p = buf, *end = buf + n; p < end;) {
+        ASSERT(tf_get_varint(&p, end, &tag) == 0 && tag == ((TF_TRACE_PACKET << 3) | PB_LEN));
+        ASSERT(tf_get_varint(&p, end, &len) == 0 && len <= (uint64_t)(end - p));
+        const uint8_t *q = p, *pe = p + len;
+        p = pe;
+        while (q < pe) { /* the packet's fields */
+            ASSERT(tf_get_varint(&q, pe, &tag) == 0);
+            if ((tag & 7) == PB_VARINT) {
+                ASSERT(tf_get_varint(&q, pe, &v) == 0);
+                continue;
+            }
+            ASSERT((tag & 7) == PB_LEN && tf_get_varint(&q, pe, &len) == 0 && len <= (uint64_t)(pe - q));
+            const uint8_t *e = q, *ee = q + len;
+            q = ee;
+            if (tag >> 3 != TF_P_TRACK_EVENT) continue;
+            uint64_t type = 0, name = 0;
+            while (e < ee) { /* the event's fields */
+                ASSERT(tf_get_varint(&e, ee, &tag) == 0);
+                ASSERT(tf_get_varint(&e, ee, &v) == 0);
+                if ((tag & 7) == PB_LEN) e += v;
+                else if (tag >> 3 == TF_E_TYPE) type = v;
+                else if (tag >> 3 == TF_E_NAME_IID) name = v;
+            }
+            count += type == TF_T_INSTANT && name == TF_N_stall + 1;
+        }
+    }
+    free(buf);
+    return count;
+}
+
 int main(int argc, char **argv)
 {
     ASSERT_EQ(pipe(pipefd), 0);
@@ -373,7 +419,7 @@ int main(int argc, char **argv)
     if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
     ASSERT_OK(usched_set(sched, "knobs", "steal=0"));
     char trace[64];
-    snprintf(trace, sizeof trace, "/tmp/usched-monitor-%d.json", (int)getpid());
+    snprintf(trace, sizeof trace, "/tmp/usched-monitor-%d.pftrace", (int)getpid());
     ASSERT_OK(usched_set(sched, "trace", trace));
     ASSERT_OK(usched_start(sched));
     if (usched_ncpus(sched) < 2) {
@@ -391,12 +437,7 @@ int main(int argc, char **argv)
     uint64_t stalls = stat_of("stalls");
     ASSERT_OK(usched_destroy(sched));
     /* trace: one stall instant per episode the monitor counted */
-    FILE *f = fopen(trace, "r");
-    ASSERT(f);
-    char line[1024];
-    uint64_t traced = 0;
-    while (fgets(line, sizeof line, f)) traced += strstr(line, "\"name\":\"stall\"") != NULL;
-    fclose(f);
+    uint64_t traced = count_stalls(trace);
     unlink(trace);
     printf("trace: %llu stall events, stalls counter %llu\n", (unsigned long long)traced,
            (unsigned long long)stalls);

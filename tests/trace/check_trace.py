@@ -3,6 +3,8 @@
 
   check_trace.py json TRACE --spawns N --ncpus C [--groups P,L,K] [--name NAME]
   check_trace.py svg OUT.svg --ncpus C
+  check_trace.py pb TRACE --ncpus C
+  check_trace.py count OUT.json --runs N
 
 json: the file parses as JSON; the "usched" object describes C CPUs; every
 event has the fields of its kind; the spawn events number N; every run slice
@@ -12,6 +14,13 @@ events are in time order and run slices do not overlap; with --groups, the
 topology has P packages, L LLCs and K cores and each CPU's track is in its
 LLC's process; with --name, some run slice carries that fiber name.
 svg: the file is well-formed XML with one lane per CPU, in topology order.
+pb: the trace file itself, decoded here from the protobuf wire format (no
+usched code involved): a Trace of TracePackets only; every packet names its
+sequence; the header sequence describes a track per CPU; on each CPU's
+sequence the first packet clears the incremental state and sets an absolute
+timestamp, a clock snapshot and the defaults; every track event's type is
+slice begin, end or instant.
+count: the JSON conversion of a window holds N run slices.
 Prints what it checked; exits 1 with the first violation.
 """
 import argparse
@@ -174,6 +183,96 @@ def check_json(a):
           % (a.file, len(evs), len(spawns), nslices, len(flows_f), len(cpus)))
 
 
+def varint(b, i):
+    r = sh = 0
+    while True:
+        if i >= len(b) or sh > 63:
+            raise ValueError("truncated varint at %d" % i)
+        c = b[i]
+        i += 1
+        r |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            return r, i
+
+
+def fields(b):
+    """(number, wire type, value) of each field of message b."""
+    i, out = 0, []
+    while i < len(b):
+        tag, i = varint(b, i)
+        num, wt = tag >> 3, tag & 7
+        if wt == 0:
+            v, i = varint(b, i)
+        elif wt == 2:
+            n, i = varint(b, i)
+            if i + n > len(b):
+                raise ValueError("field %d: length %d past the end" % (num, n))
+            v, i = b[i:i + n], i + n
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        out.append((num, wt, v))
+    return out
+
+
+def check_pb(a):
+    with open(a.file, "rb") as f:
+        data = f.read()
+    try:
+        top = fields(data)
+    except ValueError as e:
+        fail("%s: not protobuf: %s" % (a.file, e))
+    header, threads, seen, events = 0xFFFF, set(), {}, 0
+    for num, wt, pk in top:
+        if num != 1 or wt != 2:
+            fail("a top-level field %d (a Trace holds packets, field 1, only)" % num)
+        try:
+            pf = fields(pk)
+        except ValueError as e:
+            fail("a packet is malformed: %s" % e)
+        d = {}
+        for n, w, v in pf:
+            d.setdefault(n, []).append(v)
+        if 10 not in d:
+            fail("a packet without trusted_packet_sequence_id: %r" % pf)
+        seq = d[10][0]
+        if seq == header:
+            for td in d.get(60, []):
+                t = dict((n, v) for n, w, v in fields(td))
+                if 4 in t:
+                    threads.add(dict((n, v) for n, w, v in fields(t[4]))[2])
+            continue
+        if not 1 <= seq <= a.ncpus + 1:
+            fail("sequence %d on a trace of %d CPUs" % (seq, a.ncpus))
+        if seq not in seen:
+            seen[seq] = True
+            if d.get(13, [0])[0] & 1 == 0 or 6 not in d or 59 not in d or d.get(58, [0])[0] != 3 or 8 not in d:
+                fail("sequence %d: its first packet does not clear the state with an absolute time, clock "
+                     "snapshot and defaults: %r" % (seq, sorted(d)))
+        for te in d.get(11, []):
+            t = dict((n, v) for n, w, v in fields(te))
+            if t.get(9) not in (1, 2, 3):
+                fail("a track event of type %r" % t.get(9))
+            events += 1
+    if threads != set(range(1, a.ncpus + 2)):
+        fail("thread tracks %r, expected tids 1..%d (the CPUs and the outside threads)" % (sorted(threads), a.ncpus + 1))
+    print("check_trace: %s: %d packets, %d track events, %d sequences, %.1f bytes per event: ok"
+          % (a.file, len(top), events, len(seen), len(data) / max(events, 1)))
+
+
+def check_count(a):
+    with open(a.file) as f:
+        d = json.load(f)
+    runs = sum(1 for e in d["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "run")
+    if runs != a.runs:
+        fail("%s: %d run slices, the summary of the same window says %d" % (a.file, runs, a.runs))
+    print("check_trace: %s: %d run slices: ok" % (a.file, runs))
+
+
 def check_svg(a):
     try:
         root = ET.parse(a.file).getroot()
@@ -196,9 +295,10 @@ def check_svg(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=("json", "svg"))
+    p.add_argument("kind", choices=("json", "svg", "pb", "count"))
     p.add_argument("file")
-    p.add_argument("--ncpus", type=int, required=True)
+    p.add_argument("--ncpus", type=int)
+    p.add_argument("--runs", type=int)
     p.add_argument("--spawns", type=int)
     p.add_argument("--groups")
     p.add_argument("--name")
@@ -208,6 +308,10 @@ def main():
         if a.spawns is None:
             fail("json needs --spawns")
         check_json(a)
+    elif a.kind == "pb":
+        check_pb(a)
+    elif a.kind == "count":
+        check_count(a)
     else:
         check_svg(a)
 

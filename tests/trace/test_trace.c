@@ -1,29 +1,46 @@
 /*
  * Tracing (docs/trace.md). argv[1] the built CLI, argv[2] python3, argv[3]
  * check_trace.py, argv[4] the part:
- *   machine   a known workload traced on this machine: the file checked by
- *             check_trace.py (spawn events = the spawns counters, runs after
- *             their wake-ups, fields, per-CPU time order, topology groups,
- *             what blocked runs waited for: a sleep at least once a parent);
- *             `usched trace` summarises it and draws an SVG with a lane per
- *             CPU; the wake-up latency statistic counted the wake-ups
+ *   machine   a known workload traced on this machine: the file's protobuf
+ *             wire format checked by check_trace.py pb (its own decoder);
+ *             `usched trace` summarises it, draws an SVG with a lane per
+ *             CPU and converts it to JSON, which check_trace.py json checks
+ *             (spawn events = the spawns counters, runs after their
+ *             wake-ups, fields, per-CPU time order, topology groups, what
+ *             blocked runs waited for: a sleep at least once a parent); the
+ *             wake-up latency statistic counted the wake-ups
  *   virtual   the same on the virtual 2x6x2 topology (24 CPUs): the file
  *             carries 2 packages, 2 LLCs, 12 cores
  *   errors    a bad trace path fails usched_start naming the path; bad
- *             schedtrace values, usched_set_name and usched_wakelat misuse;
- *             `usched trace` on a missing, non-JSON or foreign file
+ *             schedtrace and trace_* values, usched_trace_dump,
+ *             usched_set_name and usched_wakelat misuse; `usched trace` on a
+ *             missing, foreign, truncated or corrupt file and bad windows
+ *   bounded   trace_mb: a file trace past it drops events and says so; a
+ *             flight recorder (trace_mode=ring) keeps its last trace_mb
+ *             MiB, dropping none; usched_trace_dump while running; SIGUSR2
+ *             (trace_signal) and a stall (trace_stall_dump) write FILE.N
+ *   large     a workload traced for more than a second, read back under a
+ *             memory limit (ulimit -v; not under sanitizers, whose shadow
+ *             memory needs more address space): the summary's event counts
+ *             equal the scheduler's own counters of the run; an SVG and a
+ *             JSON conversion of a 100 ms window, which holds as many runs
+ *             as the summary of that window counts
  *   schedtrace  USCHED_SCHEDTRACE prints per-CPU lines on stderr
  *   cli       --trace on usched bench (one file per run when there are
  *             several) and usched serve; a bad --trace path is an error
  *             naming it; the wake-up latency in bench --json
  */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "tracefmt/tracefmt.h"
 #include "run.h"
 #include "test.h"
 #include "usched.h"
@@ -128,24 +145,23 @@ static void expect_all(const char *out, const char *const *needles)
 
 static void test_traced(const char *topology, const char *groups)
 {
-    char path[256], svg[256], nc[16], sp[32];
-    snprintf(path, sizeof path, "%s/run.json", dir);
+    char path[256], svg[256], jpath[256], nc[16], sp[32];
+    snprintf(path, sizeof path, "%s/run.pftrace", dir);
     snprintf(svg, sizeof svg, "%s/run.svg", dir);
+    snprintf(jpath, sizeof jpath, "%s/run.json", dir);
     int ncpus = 0;
     uint64_t spawns = traced_run(topology, path, &ncpus);
     snprintf(nc, sizeof nc, "%d", ncpus);
     snprintf(sp, sizeof sp, "%llu", (unsigned long long)spawns);
 
-    const char *json[] = {python, checker, "json", path, "--spawns", sp, "--ncpus", nc,
-                          "--name", "parent-0", "--min-on", "sleep=" STR(PARENTS),
-                          groups ? "--groups" : NULL, groups, NULL};
-    struct test_run r = test_run_host_argv(json, NULL);
-    expect_ok(r, "check_trace.py json");
+    const char *pb[] = {python, checker, "pb", path, "--ncpus", nc, NULL};
+    struct test_run r = test_run_host_argv(pb, NULL);
+    expect_ok(r, "check_trace.py pb");
     test_run_free(r);
 
-    const char *sum[] = {cli, "trace", path, "--svg", svg, "--top", "1000", NULL};
+    const char *sum[] = {cli, "trace", path, "--svg", svg, "--json", jpath, "--top", "1000", NULL};
     r = test_run_argv(sum, NULL);
-    expect_ok(r, "usched trace --svg");
+    expect_ok(r, "usched trace --svg --json");
     expect_all(r.out, (const char *const[]){"busy", "wake-up latency", "migrations", "longest runs:",
                                             "fibers that waited longest", "(parent-", NULL});
     /* every parent blocked once in a sleep */
@@ -156,12 +172,20 @@ static void test_traced(const char *topology, const char *groups)
     ASSERT_GE(atol(sl + 7), PARENTS);
     test_run_free(r);
 
+    const char *json[] = {python, checker, "json", jpath, "--spawns", sp, "--ncpus", nc,
+                          "--name", "parent-0", "--min-on", "sleep=" STR(PARENTS),
+                          groups ? "--groups" : NULL, groups, NULL};
+    r = test_run_host_argv(json, NULL);
+    expect_ok(r, "check_trace.py json");
+    test_run_free(r);
+
     const char *xml[] = {python, checker, "svg", svg, "--ncpus", nc, NULL};
     r = test_run_host_argv(xml, NULL);
     expect_ok(r, "check_trace.py svg");
     test_run_free(r);
     unlink(path);
     unlink(svg);
+    unlink(jpath);
 }
 
 /* ---- errors ---------------------------------------------------------------------- */
@@ -183,6 +207,41 @@ static void write_file(const char *path, const char *text)
     ASSERT(f);
     fputs(text, f);
     fclose(f);
+}
+
+static void write_bytes(const char *path, const uint8_t *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ASSERT(f);
+    ASSERT_EQ_U(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* A header packet: the "usched" event of ncpus CPUs with that cpus list. */
+static uint8_t *header(uint8_t *p, int ncpus, const char *cpus)
+{
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 1), TF_P_SEQ, TF_SEQ_HEADER);
+    uint8_t *te = tf_open(q, TF_P_TRACK_EVENT);
+    q = tf_bytes(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME, TF_META_EVENT, strlen(TF_META_EVENT));
+    uint8_t *a = tf_open(q, TF_E_ANNOT);
+    q = tf_close(a, tf_uint(tf_bytes(a, TF_A_NAME, "ncpus", 5), TF_A_UINT, (uint64_t)ncpus));
+    a = tf_open(q, TF_E_ANNOT);
+    q = tf_close(a, tf_bytes(tf_bytes(a, TF_A_NAME, TF_META_CPUS, strlen(TF_META_CPUS)), TF_A_STRING, cpus,
+                             strlen(cpus)));
+    return tf_close(pk, tf_close(te, q));
+}
+
+/* A chunk's first packet on sequence seq, at time 1000. */
+static uint8_t *chunk_start(uint8_t *p, unsigned seq)
+{
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 1000), TF_P_CLOCK_ID, TF_CLOCK_MONOTONIC);
+    q = tf_uint(tf_uint(q, TF_P_SEQ, seq), TF_P_SEQ_FLAGS, TF_SEQ_CLEARED);
+    uint8_t *cs = tf_open(q, TF_P_CLOCK_SNAPSHOT);
+    uint8_t *ck = tf_open(cs, TF_CS_CLOCK);
+    q = tf_close(ck, tf_uint(tf_uint(tf_uint(ck, TF_CK_ID, TF_CLOCK_INCR), TF_CK_TS, 1000), TF_CK_INCR, 1));
+    return tf_close(pk, tf_close(cs, q));
 }
 
 static void test_errors(void)
@@ -231,25 +290,396 @@ static void test_errors(void)
     ASSERT_STR_CONTAINS(usched_last_error(), "USCHED_SCHEDTRACE");
     unsetenv("USCHED_SCHEDTRACE");
 
-    /* usched trace on bad input. */
+    /* The trace_* settings. */
+    ASSERT_OK(usched_create(&s));
+    const char *bad[][2] = {{"trace_mb", "0"},    {"trace_mb", "12x"},  {"trace_mb", "70000"},
+                            {"trace_mb", NULL},   {"trace_mode", "log"}, {"trace_mode", NULL},
+                            {"trace_signal", "2"}, {"trace_stall_dump", "yes"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(usched_set(s, bad[i][0], bad[i][1]), -EINVAL);
+        ASSERT_STR_CONTAINS(usched_last_error(), bad[i][0]);
+    }
+    ASSERT_OK(usched_set(s, "trace_mb", "4"));
+    ASSERT_OK(usched_set(s, "trace_mode", "ring"));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
+    /* usched_trace_dump: not started, then not tracing. */
+    ASSERT_EQ(usched_trace_dump(s, "/tmp/x"), -ESRCH);
+    ASSERT_EQ(usched_trace_dump(NULL, "/tmp/x"), -EINVAL);
+    ASSERT_OK(usched_start(s));
+    ASSERT_EQ(usched_set(s, "trace_mb", "8"), -EBUSY);
+    ASSERT_EQ(usched_trace_dump(s, ""), -EINVAL);
+    ASSERT_EQ(usched_trace_dump(s, "/tmp/x"), -ENODATA);
+    ASSERT_OK(usched_destroy(s));
     char path[256];
-    snprintf(path, sizeof path, "%s/missing.json", dir);
-    expect_cli_error(path, "");
-    snprintf(path, sizeof path, "%s/notjson.json", dir);
-    write_file(path, "this is not JSON\n");
-    expect_cli_error(path, "line 1");
-    unlink(path);
-    snprintf(path, sizeof path, "%s/foreign.json", dir);
-    write_file(path, "{\"traceEvents\":[]}\n");
+    snprintf(path, sizeof path, "%s/t.pftrace", dir);
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
+    ASSERT_OK(usched_set(s, "trace", path));
+    ASSERT_OK(usched_start(s));
+    ASSERT_EQ(usched_trace_dump(s, "/nonexistent-dir/d.pftrace"), -ENOENT);
+    ASSERT_STR_CONTAINS(usched_last_error(), "/nonexistent-dir/d.pftrace");
+    ASSERT_OK(usched_destroy(s));
+    setenv("USCHED_TRACE_MODE", "sometimes", 1);
+    ASSERT_EQ(usched_create(&s), -EINVAL);
+    ASSERT_STR_CONTAINS(usched_last_error(), "USCHED_TRACE_MODE");
+    unsetenv("USCHED_TRACE_MODE");
+
+    /* usched trace on bad input: each names the file and what is wrong. */
+    snprintf(path, sizeof path, "%s/missing.pftrace", dir);
+    expect_cli_error(path, "cannot open");
+    snprintf(path, sizeof path, "%s/text.pftrace", dir);
+    write_file(path, "this is not a trace\n");
+    expect_cli_error(path, "not a Perfetto protobuf trace");
+    /* A protobuf trace, not usched's: a packet without the header. */
+    uint8_t buf[512], *p = buf, *te;
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    p = tf_close(pk, tf_uint(pk, TF_P_SEQ, 1));
+    write_bytes(path, buf, (size_t)(p - buf));
     expect_cli_error(path, "not a usched trace");
-    write_file(path, "{\"usched\":{\"cpus\":[{\"cpu\":0,\"package\":0,\"llc\":0,\"core\":0}]},"
-                     "\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"run\",\"ts\":1,\"tid\":5,\"dur\":1,\"args\":{\"fiber\":1}}]}\n");
-    expect_cli_error(path, "CPU");
+    /* Truncated: a packet longer than what follows. */
+    write_bytes(path, (const uint8_t[]){0x0a, 0x10, 0x50, 0x01}, 4);
+    expect_cli_error(path, "truncated");
+    /* A header for one CPU, then a chunk of sequence 9. */
+    p = header(buf, 1, "0,0,0,0,0;");
+    pk = tf_open(p, TF_TRACE_PACKET);
+    p = tf_close(pk, tf_uint(tf_uint(pk, TF_P_SEQ, 9), TF_P_SEQ_FLAGS, TF_SEQ_CLEARED));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "sequence 9");
+    /* A header whose CPU list is shorter than ncpus. */
+    p = header(buf, 2, "0,0,0,0,0;");
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "ncpus 2");
+    /* A fiber's name with a quote (usched_set_name refuses one; the JSON
+     * conversion writes names as they are). */
+    p = chunk_start(header(buf, 1, "0,0,0,0,0;"), 1);
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    p = tf_close(pk, tf_close(te, tf_uint(tf_uint(te, TF_E_TYPE, TF_T_BEGIN), TF_E_NAME_IID, TF_FIBER_IID + 3)));
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    uint8_t *nq = tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_name + 1);
+    uint8_t *na = tf_open(nq, TF_E_ANNOT);
+    nq = tf_close(na, tf_bytes(tf_uint(na, TF_A_NAME_IID, TF_A_name + 1), TF_A_STRING, "a\"b", 3));
+    p = tf_close(pk, tf_close(te, nq));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "fiber 3's name has a control character, quote or backslash");
+    /* A wake-up without its fiber. */
+    p = chunk_start(header(buf, 1, "0,0,0,0,0;"), 1);
+    pk = tf_open(p, TF_TRACE_PACKET);
+    te = tf_open(tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1), TF_P_TRACK_EVENT);
+    p = tf_close(pk, tf_close(te, tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_wake + 1)));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "a wake event without a fiber");
+    /* A wake-up naming CPU 7 of a 1-CPU trace. */
+    p = header(buf, 1, "0,0,0,0,0;");
+    p = chunk_start(p, 1);
+    pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(tf_uint(pk, TF_P_TIMESTAMP, 10), TF_P_SEQ, 1);
+    te = tf_open(q, TF_P_TRACK_EVENT);
+    q = tf_uint(tf_uint(te, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, TF_N_wake + 1);
+    uint8_t *an = tf_open(q, TF_E_ANNOT);
+    q = tf_close(an, tf_uint(tf_uint(an, TF_A_NAME_IID, TF_A_fiber + 1), TF_A_UINT, 5));
+    an = tf_open(q, TF_E_ANNOT);
+    q = tf_close(an, tf_uint(tf_uint(an, TF_A_NAME_IID, TF_A_cpu + 1), TF_A_UINT, 7));
+    p = tf_close(pk, tf_close(te, q));
+    write_bytes(path, buf, (size_t)(p - buf));
+    expect_cli_error(path, "CPU 7");
+    /* The same file with CPU 0 reads; --to before --from is a usage error. */
+    buf[p - buf - 1] = 0;
+    write_bytes(path, buf, (size_t)(p - buf));
+    const char *okv[] = {cli, "trace", path, NULL};
+    struct test_run r = test_run_argv(okv, NULL);
+    expect_ok(r, "a one-event trace");
+    ASSERT_STR_CONTAINS(r.out, "wake 1 ");
+    test_run_free(r);
+    const char *win[] = {cli, "trace", path, "--from", "5", "--to", "1", NULL};
+    r = test_run_argv(win, NULL);
+    ASSERT_EQ(r.status, 1);
+    ASSERT_STR_CONTAINS(r.err, "--to");
+    test_run_free(r);
+    const char *badms[] = {cli, "trace", path, "--from", "soon", NULL};
+    r = test_run_argv(badms, NULL);
+    ASSERT_EQ(r.status, 2);
+    ASSERT_STR_CONTAINS(r.err, "soon");
+    test_run_free(r);
     unlink(path);
     const char *usage[] = {cli, "trace", NULL};
-    struct test_run r = test_run_argv(usage, NULL);
+    r = test_run_argv(usage, NULL);
     ASSERT_EQ(r.status, 2);
     test_run_free(r);
+}
+
+/* ---- bounded traces ---------------------------------------------------------------------- */
+
+struct pp {
+    usched_chan_t *a, *b;
+    long n;               /* messages each way; 0: until stop */
+    _Atomic long done;    /* round trips so far */
+    _Atomic int stop;
+    const char *name;
+};
+
+static void pp_echo(void *arg)
+{
+    struct pp *p = arg;
+    void *m;
+    while (usched_chan_recv(p->a, &m) == 0 && m) ASSERT_OK(usched_chan_send(p->b, m));
+}
+
+/* Ping-pongs with pp_echo, n round trips or until stop; then ends it. */
+static void pp_ping(void *arg)
+{
+    struct pp *p = arg;
+    if (p->name) ASSERT_OK(usched_set_name(p->name));
+    void *m;
+    for (long i = 0; p->n ? i < p->n : !atomic_load(&p->stop); i++) {
+        ASSERT_OK(usched_chan_send(p->a, (void *)1));
+        ASSERT_OK(usched_chan_recv(p->b, &m));
+        atomic_store(&p->done, i + 1);
+    }
+    ASSERT_OK(usched_chan_send(p->a, NULL));
+}
+
+static void pp_start(usched_t *s, struct pp *p)
+{
+    ASSERT_OK(usched_chan_create(&p->a, 0));
+    ASSERT_OK(usched_chan_create(&p->b, 0));
+    ASSERT_OK(usched_spawn(s, NULL, pp_echo, p));
+    ASSERT_OK(usched_spawn(s, NULL, pp_ping, p));
+}
+
+static void pp_end(struct pp *p)
+{
+    ASSERT_OK(usched_chan_destroy(p->a));
+    ASSERT_OK(usched_chan_destroy(p->b));
+}
+
+static void named_nap(void *arg)
+{
+    ASSERT_OK(usched_set_name(arg));
+    usched_sleep_ns(200 * 1000);
+}
+
+/* Holds its CPU (no scheduling point) until the monitor counted a stall;
+ * fails after 60 s. */
+static void hold_cpu(void *arg)
+{
+    usched_t *s = arg;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t stalls = 0;
+    do {
+        ASSERT_OK(usched_stat(s, "stalls", &stalls));
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ASSERT(now.tv_sec - t0.tv_sec < 60);
+    } while (stalls == 0);
+}
+
+static struct test_run summarise(const char *path, const char *what)
+{
+    const char *argv[] = {cli, "trace", path, "--top", "1000", NULL};
+    struct test_run r = test_run_argv(argv, NULL);
+    if (r.status != 0) TEST_FAIL_("usched trace %s (%s): exit %d\n%s", path, what, r.status, r.err);
+    return r;
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) TEST_FAIL_("%s: not written", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* A scheduler on two CPUs tracing to path with these settings. */
+static usched_t *traced(const char *path, const char *const *kv)
+{
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
+    ASSERT_OK(usched_set(s, "trace", path));
+    for (; kv && *kv; kv += 2) ASSERT_OK(usched_set(s, kv[0], kv[1]));
+    ASSERT_OK(usched_start(s));
+    return s;
+}
+
+#define LIMIT (1l << 20) /* trace_mb=1 */
+#define SLACK (8l << 10)  /* the header */
+
+static void test_bounded(void)
+{
+    char path[256], mid[256], one[256];
+    snprintf(path, sizeof path, "%s/b.pftrace", dir);
+    snprintf(mid, sizeof mid, "%s/mid.pftrace", dir);
+    snprintf(one, sizeof one, "%s/b.pftrace.1", dir);
+
+    /* A file trace past trace_mb: events dropped, counted, said. 100,000
+     * round trips make about 300,000 events, 7 MB. */
+    usched_t *s = traced(path, (const char *const[]){"trace_mb", "1", NULL});
+    struct pp p = {.n = 100000};
+    pp_start(s, &p);
+    ASSERT_OK(usched_wait(s));
+    ASSERT_OK(usched_destroy(s));
+    pp_end(&p);
+    ASSERT_LE(file_size(path), LIMIT + SLACK);
+    struct test_run r = summarise(path, "file past trace_mb");
+    ASSERT_STR_CONTAINS(r.out, "events were dropped");
+    test_run_free(r);
+
+    /* A flight recorder: the last trace_mb, nothing counted as dropped; the
+     * fiber named at the start is gone, the one named at the end is there.
+     * On one CPU: each CPU keeps its own last events, and a CPU left idle
+     * after the start would keep the name. A dump while it runs reads too. */
+    s = traced(path, (const char *const[]){"trace_mb", "1", "trace_mode", "ring", "topology", "pack:1 core:1 pu:1",
+                                           NULL});
+    p = (struct pp){.n = 100000, .name = "first-phase"};
+    pp_start(s, &p);
+    while (atomic_load(&p.done) < 20000) sched_yield();
+    ASSERT_OK(usched_trace_dump(s, mid));
+    ASSERT_OK(usched_wait(s));
+    ASSERT_OK(usched_spawn(s, NULL, named_nap, "last-phase"));
+    ASSERT_OK(usched_wait(s));
+    ASSERT_OK(usched_destroy(s));
+    pp_end(&p);
+    ASSERT_LE(file_size(path), LIMIT + SLACK);
+    ASSERT_LE(file_size(mid), LIMIT + SLACK);
+    r = summarise(path, "flight recorder");
+    ASSERT(!strstr(r.out, "dropped"));
+    ASSERT_STR_CONTAINS(r.out, "(last-phase)");
+    ASSERT(!strstr(r.out, "(first-phase)"));
+    test_run_free(r);
+    r = summarise(mid, "dump while running");
+    ASSERT_STR_CONTAINS(r.out, "wake-up latency");
+    test_run_free(r);
+
+    /* SIGUSR2, allowed: FILE.1 (the request is served before the scheduler
+     * stops). */
+    s = traced(path, (const char *const[]){"trace_signal", "1", NULL});
+    p = (struct pp){.n = 1000};
+    pp_start(s, &p);
+    ASSERT_OK(usched_wait(s));
+    ASSERT_OK(raise(SIGUSR2));
+    ASSERT_OK(usched_destroy(s));
+    pp_end(&p);
+    r = summarise(one, "SIGUSR2 dump");
+    ASSERT_STR_CONTAINS(r.out, "wake-up latency");
+    test_run_free(r);
+    ASSERT_OK(unlink(one));
+
+    /* A stall, with trace_stall_dump: a fiber holds its CPU until the
+     * monitor has counted a stall; FILE.1 holds the stall event. */
+    s = traced(path, (const char *const[]){"trace_stall_dump", "1", "knobs", "stall_us=2000", NULL});
+    ASSERT_OK(usched_spawn(s, NULL, hold_cpu, s));
+    ASSERT_OK(usched_wait(s));
+    ASSERT_OK(usched_destroy(s));
+    r = summarise(one, "stall dump");
+    ASSERT_STR_CONTAINS(r.out, " stall 1");
+    test_run_free(r);
+    unlink(one);
+    unlink(mid);
+    unlink(path);
+}
+
+/* ---- a trace of real size ------------------------------------------------------------------ */
+
+#define PAIRS 4
+
+/* The number after `key` in text (which must hold it). */
+static unsigned long long after(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    if (!p) TEST_FAIL_("'%s' not in:\n%s", key, text);
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+static void spawner(void *arg)
+{
+    struct pp *p = arg;
+    while (!atomic_load(&p->stop)) {
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn(usched_self(), &t, named_nap, "child"));
+        ASSERT_OK(usched_join(t));
+    }
+}
+
+static void test_large(void)
+{
+    char path[256], svg[256], json[256];
+    snprintf(path, sizeof path, "%s/large.pftrace", dir);
+    snprintf(svg, sizeof svg, "%s/large.svg", dir);
+    snprintf(json, sizeof json, "%s/large.json", dir);
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "trace", path));
+    ASSERT_OK(usched_set(s, "trace_mb", "2048"));
+    ASSERT_OK(usched_start(s));
+    struct pp p[PAIRS] = {{0}};
+    for (int i = 0; i < PAIRS; i++) pp_start(s, &p[i]);
+    ASSERT_OK(usched_spawn(s, NULL, spawner, &p[0]));
+    /* At least a second of tracing: stop the workload after 1.2 s. */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        struct timespec d = {0, 20 * 1000 * 1000};
+        nanosleep(&d, NULL); /* the workload's length, not a synchronisation */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - t0.tv_sec) * 1000000000l + (now.tv_nsec - t0.tv_nsec) < 1200000000l);
+    for (int i = 0; i < PAIRS; i++) atomic_store(&p[i].stop, 1);
+    ASSERT_OK(usched_wait(s));
+    static const char *const keys[] = {"spawns", "spawns_outside", "switches", "stalls", "migrate_smt",
+                                       "migrate_l2", "migrate_llc", "migrate_package", "migrate_numa",
+                                       "migrate_machine"};
+    uint64_t v[10];
+    for (int i = 0; i < 10; i++) ASSERT_OK(usched_stat(s, keys[i], &v[i]));
+    char nc[16];
+    snprintf(nc, sizeof nc, "%d", usched_ncpus(s));
+    ASSERT_OK(usched_destroy(s));
+    for (int i = 0; i < PAIRS; i++) pp_end(&p[i]);
+    long size = file_size(path);
+    printf("large: %ld bytes, %llu switches\n", size, (unsigned long long)v[2]);
+
+    /* Read back under a memory limit: 200 MiB of address space. */
+    char cmd[1024];
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    const char *limit = ""; /* the sanitizers' shadow memory needs terabytes of address space */
+#else
+    const char *limit = "ulimit -v 204800 && ";
+#endif
+    snprintf(cmd, sizeof cmd, "%sexec '%s' trace '%s' --svg '%s'", limit, cli, path, svg);
+    const char *sum[] = {"/bin/sh", "-c", cmd, NULL};
+    struct test_run r = test_run_host_argv(sum, NULL);
+    expect_ok(r, "usched trace of a large trace under ulimit -v");
+    ASSERT(!strstr(r.out, "dropped"));
+    ASSERT_EQ_U(after(r.out, " spawn "), v[0] + v[1]);
+    ASSERT_EQ_U(after(r.out, " run "), v[2]);
+    ASSERT_EQ_U(after(r.out, " stall "), v[3]);
+    const char *mig = strstr(r.out, "\nmigrations");
+    ASSERT(mig);
+    char *end = (char *)mig + strlen("\nmigrations");
+    for (int l = 0; l < 6; l++) ASSERT_EQ_U(strtoull(end, &end, 10), v[4 + l]);
+    test_run_free(r);
+    const char *xml[] = {python, checker, "svg", svg, "--ncpus", nc, NULL};
+    r = test_run_host_argv(xml, NULL);
+    expect_ok(r, "check_trace.py svg");
+    test_run_free(r);
+
+    /* A 100 ms window: SVG and JSON; the JSON holds the window's runs. */
+    snprintf(cmd, sizeof cmd, "%sexec '%s' trace '%s' --from 500 --to 600 --svg '%s' --json '%s'", limit, cli, path,
+             svg, json);
+    r = test_run_host_argv(sum, NULL);
+    expect_ok(r, "usched trace --from --to --json");
+    char runs[32];
+    snprintf(runs, sizeof runs, "%llu", after(r.out, " run "));
+    test_run_free(r);
+    const char *count[] = {python, checker, "count", json, "--runs", runs, NULL};
+    r = test_run_host_argv(count, NULL);
+    expect_ok(r, "check_trace.py count");
+    test_run_free(r);
+    unlink(path);
+    unlink(svg);
+    unlink(json);
 }
 
 /* ---- the periodic summary ----------------------------------------------------------- */
@@ -326,14 +756,15 @@ static void test_cli(void)
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s CLI PYTHON3 CHECKER machine|virtual|errors|schedtrace|cli\n", argv[0]);
+        fprintf(stderr, "usage: %s CLI PYTHON3 CHECKER machine|virtual|errors|bounded|large|schedtrace|cli\n", argv[0]);
         return 2;
     }
     cli = argv[1];
     python = argv[2];
     checker = argv[3];
     const char *part = argv[4];
-    if ((!strcmp(part, "machine") || !strcmp(part, "virtual")) && access(python, X_OK) != 0) {
+    if ((!strcmp(part, "machine") || !strcmp(part, "virtual") || !strcmp(part, "large")) &&
+        access(python, X_OK) != 0) {
         printf("SKIP: python3 not found (%s); sh scripts/deps.sh test installs it\n", python);
         return 77;
     }
@@ -341,6 +772,8 @@ int main(int argc, char **argv)
     if (!strcmp(part, "machine")) test_traced(NULL, NULL);
     else if (!strcmp(part, "virtual")) test_traced(VIRTUAL, "2,2,12");
     else if (!strcmp(part, "errors")) test_errors();
+    else if (!strcmp(part, "bounded")) test_bounded();
+    else if (!strcmp(part, "large")) test_large();
     else if (!strcmp(part, "schedtrace")) test_schedtrace();
     else if (!strcmp(part, "cli")) test_cli();
     else {
