@@ -129,6 +129,7 @@
 
 #include "base/export.h"
 #include "core/poller.h"
+#include "core/preempt.h"
 #include "core/queue.h"
 
 static USCHED_TLS struct usched__wk *tls_wk;
@@ -962,6 +963,16 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     w = usched__self_wk();
     finish_prev(s, w);
     poll_timers(w);
+}
+
+/* Preemption (preempt_sig.c): w's running fiber, interrupted at a safe
+ * place, yields from the signal handler. A lone yield looks at due timers
+ * and ready I/O at once (not every yevery-th time): they may be the work
+ * that asked for the CPU. */
+void usched__preempt_leave(struct usched__wk *w)
+{
+    w->ypoll = w->yevery;
+    leave(w, POST_YIELD, NULL, NULL);
 }
 
 void *usched__worker_main(void *arg)
