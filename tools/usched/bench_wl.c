@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "bench_net.h"
+#include "bench_preempt.h"
 #include "bench_wl.h"
 
 /* pgsim has no peer programs (an empty system list for --peers). */
@@ -42,6 +43,8 @@ const struct bench_workload bench_workloads[] = {
 #undef X
     {"pgsim", "pgbench -S in process: client/backend pairs spending the real pair's CPU per transaction",
      bench_pgsim, &pgsim_info, 1, &pgsim_systems},
+    {"preempt", "short requests beside a CPU hog per CPU: the requests' p99 latency (us; bench_preempt.c)",
+     bench_preempt, &bench_preempt_info, 1, &bench_preempt_systems},
 };
 const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
 
