@@ -154,18 +154,18 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
         code.hi[n] = code.lo[n] + ph->p_memsz;
         n++;
     }
-    /* libusched linked in without its code section named (a build other
-     * than this project's): its code cannot be told from the program's, so
-     * no place counts as the program's own. */
+    /* libusched linked in without its code in usched_text (a build other
+     * than this project's, or its code compiled again by the program's LTO
+     * link): its code cannot be told from the program's, so no place
+     * counts as the program's own. */
     uintptr_t self = (uintptr_t)(void *)usched__preempt_sig_install;
     bool ours_inside = false;
     for (int i = 0; i < n; i++) ours_inside |= self >= code.lo[i] && self < code.hi[i];
     if (__start_usched_text && __stop_usched_text) {
         code.ex_lo = (uintptr_t)__start_usched_text;
         code.ex_hi = (uintptr_t)__stop_usched_text;
-    } else if (ours_inside) {
-        n = 0;
     }
+    if (ours_inside && !(self >= code.ex_lo && self < code.ex_hi)) n = 0;
     atomic_store_explicit(&code.n, n, memory_order_release);
     return 1; /* the main program comes first: stop there */
 }

@@ -966,12 +966,14 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
 }
 
 /* Preemption (preempt_sig.c): w's running fiber, interrupted at a safe
- * place, yields from the signal handler. A lone yield looks at due timers
- * and ready I/O at once (not every yevery-th time): they may be the work
- * that asked for the CPU. */
+ * place, yields from the signal handler. Due timers fire first (as in
+ * yield_look), the pick looks at the global queue first, and a lone yield
+ * polls I/O at once: any of them may hold the work that asked for the CPU. */
 void usched__preempt_leave(struct usched__wk *w)
 {
+    if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
     w->ypoll = w->yevery;
+    w->tick += USCHED_GLOBAL_EVERY - 1 - w->tick % USCHED_GLOBAL_EVERY; /* find_local: gq first */
     leave(w, POST_YIELD, NULL, NULL);
 }
 
