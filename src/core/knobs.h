@@ -27,7 +27,8 @@
  *                channel): cross-CPU wake-ups about 3x fewer, idle spins
  *                from thousands to tens a second; docs/sync.md. The look
  *                (4 waiters) and the pass limit (16) are not swept.
- *   preempt_us -1  each policy's own kernel slice (preempt.c, slice_of;
+ *   preempt_us -1  each policy's own kernel slice (preempt.c,
+ *                usched__preempt_slice_us;
  *                docs/preempt.md), 10 ms for usched (Go's forcePreemptNS).
  *   preempt_sig 23  SIGURG, as Go: ignored by default and rarely used.
  *   steal_thresh 2, affinity_us 1000: ULE's defaults (kern.sched.steal_thresh,
