@@ -116,6 +116,16 @@ int usched_join(usched_task_t *t);
  * lets that one wake and run. Outside a fiber it calls sched_yield(). */
 void usched_yield(void);
 
+/* Preemption (docs/preempt.md): while the calling fiber's count is above 0
+ * the monitor's signal does not preempt it (for code that holds a
+ * pthread_mutex_t or calls a library that is not safe to interrupt). Calls
+ * nest; usched_preempt_off returns the new depth, usched_preempt_on the
+ * depth left and, back at 0, takes a preemption refused meanwhile (a
+ * yield). -EPERM outside a fiber; usched_preempt_on: -EINVAL when the count
+ * is 0 already. */
+int usched_preempt_off(void);
+int usched_preempt_on(void);
+
 /* CPU of the calling fiber (dense usched number), -1 outside a fiber. */
 int usched_self_cpu(void);
 

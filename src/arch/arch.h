@@ -46,6 +46,10 @@ void usched__ctx_make(usched__ctx_t *ctx, void *lo, size_t size,
  *   static inline void usched__cpu_relax(void);      pause / yield hint
  *   static inline uint64_t usched__cycles(void);     cheap monotonic counter
  *   static inline void usched__prefetch_w(const void *p); line p, for writing
+ *   static inline uintptr_t usched__uc_pc(const void *uc), usched__uc_sp(...);
+ *                        a signal handler's interrupted PC and SP
+ *   USCHED__SA_RESTORER, USCHED__SIG_RESTORER: the flag and the function a
+ *                        handler installed with rt_sigaction returns through
  */
 
 #endif

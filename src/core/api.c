@@ -13,6 +13,7 @@
 #include "base/fault.h"
 #include "core/core.h"
 #include "core/park.h"
+#include "core/preempt.h"
 #include "core/statshm.h"
 #include "base/error.h"
 #include "base/export.h"
@@ -167,6 +168,7 @@ USCHED_EXPORT int usched_create(usched_t **out)
 static void free_workers(usched_t *s)
 {
     if (!s->wk) return;
+    usched__preempt_stop(s); /* its slots point at the workers */
     for (int c = 0; c < s->ncpus; c++) {
         if (!s->wk[c]) continue;
         usched__timers_fini(&s->wk[c]->timers);
@@ -314,6 +316,11 @@ USCHED_EXPORT int usched_start(usched_t *s)
         }
         w->thread_started = 1;
         if (pin) usched__wk_pin(s, w, NULL); /* best effort: a CPU may be gone */
+    }
+    /* Preemption (preempt.c), before the monitor that asks for it. */
+    if ((rc = usched__preempt_start(s)) < 0) {
+        stop_workers(s);
+        goto fail;
     }
     /* The stall monitor (monitor.c), once the workers run. */
     if ((rc = usched__monitor_start(s)) < 0) {

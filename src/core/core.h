@@ -121,6 +121,12 @@ struct usched_task {
     struct usched_task *qnext;  /* global queue / bound list link */
     struct usched_task *link;   /* wait-queue link (owner: the wait queue) */
     uint8_t blk;                /* what it is about to block on (USCHED__TBLK_*, trace.h); owner */
+    /* Preemption (preempt.c): usched_preempt_off's nesting count, and a
+     * preemption refused while it was above 0 (taken at usched_preempt_on).
+     * Written by the fiber, read by the preemption signal's handler on the
+     * same thread. */
+    _Atomic uint32_t preempt_off;
+    _Atomic uint32_t preempt_owed;
     /* ---- the sync hand-off reuse (place.c, USCHED_OPS_SYNC_REUSE): written
      * by the CPU deciding a wake-up of this fiber (memo_*) or by this fiber
      * (last_wakee); read only after reuse_left > 0, or compared with a live
@@ -195,6 +201,10 @@ struct usched__wk {
     int deferred;                        /* its last steal left work to a whole idle core (steal.c, D1-D4) */
     int spawn_woke;                      /* a spawn by the running fiber, since it was switched in,
                                             called wakep for the ring (place.c) */
+    /* Above 0 while the core runs a policy's code for the running fiber
+     * (place.c): not a preemption point (preempt.c). Owner only; the
+     * preemption signal's handler reads it on the same thread. */
+    _Atomic uint32_t nopreempt;
     uint64_t id_next, id_end;            /* block of fiber ids */
     uint64_t live_credit;                /* counted in s->live ahead (fiber.c, L1-L4) */
     struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
@@ -297,6 +307,8 @@ struct usched {
 
     /* The stall monitor (monitor.c, docs/monitor.md); NULL before start. */
     struct usched__mon *mon;
+    /* Preemption (preempt.c, docs/preempt.md); NULL while it is off. */
+    struct usched__preempt *pre;
     /* Tracing (trace.c): configuration, the file opened at start, the
      * outside threads' buffer (under its lock), the periodic summary. */
     char *trace_path;

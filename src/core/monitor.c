@@ -101,6 +101,7 @@
 
 #include "base/fault.h"
 #include "core/park.h"
+#include "core/preempt.h"
 #include "core/statshm.h"
 
 #define MON_WARNED 64          /* fibers remembered as warned about */
@@ -366,6 +367,10 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
     bool running = atomic_load_explicit(&w->current, memory_order_relaxed) != NULL;
     bool busy = running || (seq & 1);
     bool same = seq == mc->seq && id == mc->id;
+    if (busy && mc->busy && same) { /* preemption (preempt.c, R1-R2) */
+        usched__preempt_run_seen(s, now - mc->since_ns);
+        if (!(seq & 1)) usched__preempt_look(s, c, id, now - mc->since_ns, now);
+    }
     if (!busy || !mc->busy || !same) {
         mc->seq = seq, mc->id = id, mc->since_ns = now, mc->busy = busy, mc->stalled = false;
     } else if (stall_ns && now - mc->since_ns >= stall_ns) {
@@ -414,7 +419,9 @@ static void *monitor_main(void *arg)
         uint64_t stall_ns = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_stall_us) * 1000;
         uint64_t period = stall_ns ? stall_ns / 2 : MON_OFF_PERIOD_NS;
         if (period < MON_MIN_PERIOD_NS) period = MON_MIN_PERIOD_NS;
-        if (stall_ns || usched__knob_get(&s->knobs, USCHED_KNOB_contend_pct)) {
+        uint64_t pre = usched__preempt_period_ns(s); /* preempt_us / 2, 0 when off */
+        if (pre && pre < period) period = pre;
+        if (stall_ns || pre || usched__knob_get(&s->knobs, USCHED_KNOB_contend_pct)) {
             uint64_t now = usched__now_ns();
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
         }

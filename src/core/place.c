@@ -100,7 +100,9 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
             .waker_id = self && self->cur ? self->cur->id : 0,
             .waker_pstate = self && self->cur ? (void *)self->cur->pstate : NULL,
             .task = &ti};
+        if (self) atomic_fetch_add_explicit(&self->nopreempt, 1, memory_order_relaxed); /* P3 (preempt_sig.c) */
         s->ops->select_cpu(&s->pol, &a, &r);
+        if (self) atomic_fetch_sub_explicit(&self->nopreempt, 1, memory_order_relaxed);
         if (r.cpu < 0 || r.cpu >= s->ncpus) {
             usched__pol_warn(s, "returned a CPU out of range (cpu %d)", r.cpu);
             r.cpu = -1;

@@ -73,6 +73,7 @@
 
 #include "base/export.h"
 #include "core/local.h"
+#include "core/preempt.h"
 
 /* ---- fibers on this worker ------------------------------------------------- */
 
@@ -356,6 +357,18 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     w = usched__self_wk();
     finish_prev(s, w);
     poll_timers(w);
+}
+
+/* Preemption (preempt_sig.c): w's running fiber, interrupted at a safe
+ * place, yields from the signal handler. Due timers fire first (as in
+ * yield_look), the pick looks at the global queue first, and a lone yield
+ * polls I/O at once: any of them may hold the work that asked for the CPU. */
+void usched__preempt_leave(struct usched__wk *w)
+{
+    if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
+    w->ypoll = w->yevery;
+    w->tick += USCHED_GLOBAL_EVERY - 1 - w->tick % USCHED_GLOBAL_EVERY; /* find_local: gq first */
+    leave(w, POST_YIELD, NULL, NULL);
 }
 
 void *usched__worker_main(void *arg)

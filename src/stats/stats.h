@@ -80,7 +80,14 @@
     X(contend_nospin, "idle entries of a contended CPU that parked without spinning") \
     X(contend_wake_skips, "wakep wake-ups that passed over a contended parked CPU for an uncontended one") \
     X(contend_served, "looks at a contended CPU without progress whose timers and inbox the monitor served") \
-    X(contend_unpins, "contended workers whose affinity the monitor widened beyond their CPU (contend_pin=1)")
+    X(contend_unpins, "contended workers whose affinity the monitor widened beyond their CPU (contend_pin=1)") \
+    X(preempt_signals, "preemption signals the monitor sent to a worker whose fiber ran longer than preempt_us while other work waited") \
+    X(preempts, "fibers preempted by the signal (each also counts in yields)") \
+    X(preempt_deferred, "preemptions taken at usched_preempt_on after one was refused while preemption was off") \
+    X(preempt_refused_off, "preemptions refused: the fiber was inside usched_preempt_off") \
+    X(preempt_refused_lock, "preemptions refused: the core held the CPU (a switch, or a policy's code run for the core)") \
+    X(preempt_refused_unsafe, "preemptions refused: the fiber was not in the program's own code (libc, the loader, the vDSO, libusched, the C++ runtime)") \
+    X(run_max_us, "longest run of one fiber without a switch that the monitor saw, in microseconds, to within one look (a maximum, not a count)")
 
 #define USCHED_STATS_PLACE_(id, name, desc) X(place_##name, desc)
 

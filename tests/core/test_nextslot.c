@@ -88,6 +88,9 @@ static void one(const char *topo, bool membarrier_off, void (*body)(void *), lon
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     if (topo) ASSERT_OK(usched_set(s, "topology", topo));
+    /* The spawner holds its CPU while its child waits in the next slot for
+     * a thief: preemption (docs/preempt.md) would run the child there. */
+    ASSERT_OK(usched_set(s, "knobs", "preempt_us=0"));
     ASSERT_OK(usched_start(s));
     if (membarrier_off) ASSERT(!s->next_asym);
     struct run r = {.rounds = rounds, .ran = calloc((size_t)rounds, 1), .rng = 7};

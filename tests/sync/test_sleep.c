@@ -103,10 +103,15 @@ static _Atomic int order_next;
 static void order_sleeper(void *arg)
 {
     long i = (long)arg;
+    /* The wake-up and its record are one step: a preemption between them
+     * (docs/preempt.md; a worker the kernel kept off its CPU looks like a
+     * long run) would let a later sleeper record first. */
+    ASSERT_EQ(usched_preempt_off(), 1);
     uint64_t now = now_ns();
     order_late[i] = now >= order_deadline[i];
     ASSERT_OK(usched_sleep_ns(order_late[i] ? 0 : order_deadline[i] - now));
     order_seq[i] = atomic_fetch_add(&order_next, 1);
+    ASSERT_EQ(usched_preempt_on(), 0);
 }
 
 static void test_ordering(void)

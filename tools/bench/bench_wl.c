@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "bench_net.h"
+#include "bench_preempt.h"
 #include "bench_wl.h"
 
 /* The workloads usched runs alone: their units, and no systems to compare
@@ -41,6 +42,9 @@ const struct bench_workload bench_workloads[] = {
 #define X(name, summary, unit, hib, n, timed) {#name, summary, bench_##name, &own_infos[OWN_##name], timed, &no_systems},
     BENCH_OWN_WORKLOADS(X)
 #undef X
+    /* its own unit and its one peer (Go): bench_preempt.c */
+    {"preempt", "short requests beside a CPU hog per CPU: the requests' p99 latency (us; bench_preempt.c)",
+     bench_preempt, &bench_preempt_info, 1, &bench_preempt_systems},
 };
 const int bench_nworkloads = (int)(sizeof bench_workloads / sizeof bench_workloads[0]);
 

@@ -34,6 +34,7 @@ var workloads = []workload{
 	{"yield", "ns/op", 0, 1000000},
 	{"echo", "ns/rt", 0, 100000},
 	{"echo100", "msg/s", 1, 0},
+	{"preempt", "us", 0, 0}, // preempt.go; usched's own table: tools/usched/bench_preempt.c
 }
 
 const (
@@ -65,7 +66,7 @@ var opts options
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: peer-go <workload> [--threads N] [--n N] [--duration S] "+
 		"[--clients N] [--servers N] [--pairs N] [--seed N] [--cutoff N]")
-	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield echo echo100")
+	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield echo echo100 preempt")
 }
 
 func bad(what, val, why string) {
@@ -642,5 +643,7 @@ func main() {
 		runEcho()
 	case "echo100":
 		runEcho100()
+	case "preempt": // preempt.go
+		runPreempt()
 	}
 }

@@ -1,0 +1,498 @@
+/*
+ * Preemption (src/core/preempt.c, preempt_sig.c, docs/preempt.md), on one
+ * worker (a virtual 1-CPU topology), so that only preemption can let a
+ * second fiber run beside a fiber that never yields:
+ *
+ *   sleep    a fiber in an endless loop without calls; a second fiber
+ *            sleeps 1 ms fifty times and wakes each time (the loop ends
+ *            only once it has), and `preempts` counts at least fifty;
+ *   two      two such loops taking strict turns (each waits, spinning, for
+ *            the other's round): both finish all their rounds;
+ *   off      the same loop inside usched_preempt_off: the sleeper does not
+ *            run while it loops, `preempts` does not move and
+ *            `preempt_refused_off` does; usched_preempt_on then takes the
+ *            owed preemption (`preempt_deferred`) and the sleeper runs;
+ *   libc     loops inside memset and inside qsort with a comparator of the
+ *            program: preempted, and every preemption interrupted the
+ *            program's own code (the handler's last PC, checked with
+ *            dladdr against the executable and libusched's section), while
+ *            memset's time is refused as unsafe;
+ *   fp       a loop that keeps values in SIMD registers and the x87/MXCSR
+ *            rounding mode is preempted many times and computes what it
+ *            computes without preemption;
+ *   slices   each built-in policy resolves preempt_us=-1 to its kernel's
+ *            slice; a hog and a request fiber bound to one CPU: each of the
+ *            requests runs (a preemption each), and the longest run the
+ *            monitor saw (run_max_us) is at least the slice: no preemption
+ *            came before it (counters, not times);
+ *   api      usched_preempt_off/on outside a fiber: -EPERM; on at depth 0:
+ *            -EINVAL; nesting returns the depth; preempt_sig naming a
+ *            signal the program handles: usched_start fails -EBUSY naming
+ *            it; an unusable one (SIGSEGV): -EINVAL.
+ * The loops give up after LOOP_CAP_S seconds (reading the clock every few
+ * million turns), a bound no working preemption reaches; without
+ * preemption (core_preempt 0) sleep, two and slices fail there.
+ *
+ * Usage: core_preempt [preempt_us]   (default 1000, for sleep, two, libc, fp)
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fenv.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/preempt.h"
+#include "test.h"
+#include "usched.h"
+
+#define ONE_CPU "pack:1 l3:1 l2:1 core:1 pu:1"
+#define LOOP_CAP_S 20.0
+#define NSLEEPS 50
+
+extern const char __start_usched_text[] __attribute__((weak));
+extern const char __stop_usched_text[] __attribute__((weak));
+
+static const char *preempt_us = "1000";
+static usched_t *sched;
+static _Atomic int sleeps_done, gave_up;
+static _Atomic long progress[2];
+
+static uint64_t stat_of(usched_t *s, const char *name)
+{
+    uint64_t v = 0;
+    ASSERT_OK(usched_stat(s, name, &v));
+    return v;
+}
+
+/* The preemption counters, before the assertions (a failure then shows
+ * whether signals were refused, and why). */
+static void print_counters(const char *what)
+{
+    static const char *const names[] = {"preempt_signals", "preempts", "preempt_refused_off", "preempt_refused_lock",
+                                        "preempt_refused_unsafe", "run_max_us"};
+    printf("%s:", what);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        printf(" %s %llu", names[i], (unsigned long long)stat_of(sched, names[i]));
+    printf("\n");
+}
+
+static usched_t *one_cpu(const char *knobs)
+{
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", ONE_CPU));
+    ASSERT_OK(usched_set(s, "knobs", knobs));
+    ASSERT_OK(usched_start(s));
+    return s;
+}
+
+/* The cap's clock, read only every 2^22 turns: the loop stays in its own
+ * code nearly all the time. */
+static bool over_cap(unsigned long turn, double t0)
+{
+    if (turn & ((1ul << 22) - 1)) return false;
+    if (test_now() - t0 < LOOP_CAP_S) return false;
+    atomic_store(&gave_up, 1);
+    return true;
+}
+
+static _Atomic int sleeper_steps; /* the sleeper's start and each wake-up */
+
+static void sleeper(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&sleeper_steps, 1);
+    for (int i = 0; i < NSLEEPS; i++) {
+        ASSERT_OK(usched_sleep_ns(1000 * 1000));
+        atomic_fetch_add(&sleeps_done, 1);
+        atomic_fetch_add(&sleeper_steps, 1);
+    }
+}
+
+/* Spins without calls until the sleeper is done (or the cap). */
+static void loop_until_slept(void *arg)
+{
+    (void)arg;
+    double t0 = test_now();
+    unsigned long turn = 0;
+    while (atomic_load_explicit(&sleeps_done, memory_order_relaxed) < NSLEEPS && !over_cap(++turn, t0)) {
+    }
+}
+
+static void case_sleep(void)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    atomic_store(&sleeps_done, 0);
+    atomic_store(&gave_up, 0);
+    ASSERT_OK(usched_spawn(sched, NULL, loop_until_slept, NULL));
+    ASSERT_OK(usched_spawn(sched, NULL, sleeper, NULL));
+    ASSERT_OK(usched_wait(sched));
+    print_counters("sleep");
+    ASSERT_EQ(atomic_load(&gave_up), 0);
+    ASSERT_EQ(atomic_load(&sleeps_done), NSLEEPS);
+    ASSERT_GE(stat_of(sched, "preempts"), NSLEEPS);
+    printf("sleep: %d sleeps beside a loop, preempts %llu, signals %llu, refused unsafe %llu, longest run %llu us\n",
+           NSLEEPS, (unsigned long long)stat_of(sched, "preempts"),
+           (unsigned long long)stat_of(sched, "preempt_signals"),
+           (unsigned long long)stat_of(sched, "preempt_refused_unsafe"),
+           (unsigned long long)stat_of(sched, "run_max_us"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+/* Strict turns: loop 0 starts round r once loop 1 finished round r - 1,
+ * loop 1 once loop 0 finished round r; each waits spinning, so every
+ * round needs the other preempted. */
+#define ROUNDS 20
+
+static void two_loop(void *arg)
+{
+    int me = (int)(intptr_t)arg, other = 1 - me;
+    double t0 = test_now();
+    unsigned long turn = 0;
+    for (long r = 1; r <= ROUNDS; r++) {
+        while (atomic_load_explicit(&progress[other], memory_order_relaxed) < r - 1 + me)
+            if (over_cap(++turn, t0)) return;
+        atomic_store_explicit(&progress[me], r, memory_order_relaxed);
+    }
+}
+
+static void case_two(void)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    atomic_store(&gave_up, 0);
+    progress[0] = progress[1] = 0;
+    ASSERT_OK(usched_spawn(sched, NULL, two_loop, (void *)0));
+    ASSERT_OK(usched_spawn(sched, NULL, two_loop, (void *)1));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ(atomic_load(&gave_up), 0);
+    ASSERT_EQ(atomic_load(&progress[0]), ROUNDS);
+    ASSERT_EQ(atomic_load(&progress[1]), ROUNDS);
+    ASSERT_GE(stat_of(sched, "preempts"), ROUNDS);
+    printf("two: both loops progressed, preempts %llu\n", (unsigned long long)stat_of(sched, "preempts"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+static _Atomic int off_steps_during; /* sleeper steps while preemption was off */
+
+static void off_loop(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(usched_preempt_off(), 1);
+    ASSERT_EQ(usched_preempt_off(), 2); /* nests */
+    ASSERT_EQ(usched_preempt_on(), 1);
+    uint64_t p0 = stat_of(sched, "preempts");
+    int steps0 = atomic_load(&sleeper_steps);
+    double t0 = test_now();
+    unsigned long turn = 0;
+    /* Until three preemptions were refused; the counter is read rarely. */
+    while (!over_cap(++turn, t0))
+        if (!(turn & 0xfffff) && stat_of(sched, "preempt_refused_off") >= 3) break;
+    int steps1 = atomic_load(&sleeper_steps);
+    atomic_store(&off_steps_during, steps1 - steps0);
+    ASSERT_EQ_U(stat_of(sched, "preempts"), p0);
+    ASSERT_EQ(usched_preempt_on(), 0); /* takes the owed preemption: the sleeper runs */
+    ASSERT_GT(atomic_load(&sleeper_steps), steps1);
+    ASSERT_EQ(usched_preempt_on(), -EINVAL);
+    /* On again: the loop is preempted as before. */
+    loop_until_slept(NULL);
+}
+
+static void case_off(void)
+{
+    sched = one_cpu("preempt_us=500");
+    atomic_store(&sleeps_done, 0);
+    atomic_store(&sleeper_steps, 0);
+    atomic_store(&gave_up, 0);
+    ASSERT_OK(usched_spawn(sched, NULL, off_loop, NULL));
+    ASSERT_OK(usched_spawn(sched, NULL, sleeper, NULL));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ(atomic_load(&gave_up), 0);
+    ASSERT_EQ(atomic_load(&off_steps_during), 0);
+    ASSERT_GE(stat_of(sched, "preempt_refused_off"), 3);
+    ASSERT_GE(stat_of(sched, "preempt_deferred"), 1);
+    ASSERT_EQ(atomic_load(&sleeps_done), NSLEEPS);
+    printf("off: refused %llu while off, deferred %llu, then preempts %llu\n",
+           (unsigned long long)stat_of(sched, "preempt_refused_off"),
+           (unsigned long long)stat_of(sched, "preempt_deferred"),
+           (unsigned long long)stat_of(sched, "preempts"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+/* ---- libc: every preemption interrupted the program's own code ---- */
+
+static _Atomic int bad_pc, pcs_checked;
+
+/* The PC the handler last preempted at, on the one CPU: the program's own
+ * code, never libc's nor libusched's. */
+static void check_last_pc(void)
+{
+    uintptr_t pc = atomic_load_explicit(&sched->pre->cpu[0].last_pc, memory_order_relaxed);
+    if (!pc) return;
+    Dl_info at, exe;
+    ASSERT(dladdr((void *)pc, &at));
+    ASSERT(dladdr((void *)check_last_pc, &exe));
+    bool in_lib = __start_usched_text && pc >= (uintptr_t)__start_usched_text && pc < (uintptr_t)__stop_usched_text;
+    if (strcmp(at.dli_fname, exe.dli_fname) != 0 || in_lib) {
+        fprintf(stderr, "libc: preempted at %p in %s%s\n", (void *)pc, at.dli_fname, in_lib ? " (libusched)" : "");
+        atomic_store(&bad_pc, 1);
+    }
+    atomic_fetch_add(&pcs_checked, 1);
+}
+
+static void checking_sleeper(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NSLEEPS; i++) {
+        ASSERT_OK(usched_sleep_ns(1000 * 1000));
+        check_last_pc();
+        atomic_fetch_add(&sleeps_done, 1);
+    }
+}
+
+static int cmp_calls;
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    /* some work of the program's own in each call */
+    for (volatile int i = 0; i < 200; i++) {
+    }
+    cmp_calls++;
+    return (x > y) - (x < y);
+}
+
+/* memset's share of the loop's time is about half: most asks land in it
+ * and are refused, the others in the loop's own code. */
+enum { MEMSET_BYTES = 1 << 20, QSORT_N = 1 << 14 };
+
+static void libc_loop(void *arg)
+{
+    int mode = (int)(intptr_t)arg;
+    char *buf = mode == 0 ? malloc(MEMSET_BYTES) : NULL;
+    int *v = mode == 1 ? malloc(QSORT_N * sizeof *v) : NULL;
+    ASSERT(buf || v);
+    double t0 = test_now();
+    while (atomic_load(&sleeps_done) < NSLEEPS && test_now() - t0 < LOOP_CAP_S) {
+        if (mode == 0) {
+            memset(buf, (int)(t0 + 1), MEMSET_BYTES);
+            for (volatile int i = 0; i < 50000; i++) {
+            }
+        } else {
+            for (int i = 0; i < QSORT_N; i++) v[i] = (int)((unsigned)i * 2654435761u >> 7);
+            qsort(v, QSORT_N, sizeof *v, cmp_int);
+        }
+    }
+    if (atomic_load(&sleeps_done) < NSLEEPS) atomic_store(&gave_up, 1);
+    free(buf);
+    free(v);
+}
+
+static void case_libc(int mode)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    atomic_store(&sleeps_done, 0);
+    atomic_store(&gave_up, 0);
+    atomic_store(&bad_pc, 0);
+    atomic_store(&pcs_checked, 0);
+    ASSERT_OK(usched_spawn(sched, NULL, libc_loop, (void *)(intptr_t)mode));
+    ASSERT_OK(usched_spawn(sched, NULL, checking_sleeper, NULL));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_EQ(atomic_load(&gave_up), 0);
+    ASSERT_EQ(atomic_load(&bad_pc), 0);
+    ASSERT_EQ(atomic_load(&pcs_checked), NSLEEPS);
+    ASSERT_GE(stat_of(sched, "preempts"), 1);
+    if (mode == 0) ASSERT_GE(stat_of(sched, "preempt_refused_unsafe"), 1);
+    printf("libc %s: preempts %llu, refused unsafe %llu, all in the program's code\n",
+           mode == 0 ? "memset" : "qsort", (unsigned long long)stat_of(sched, "preempts"),
+           (unsigned long long)stat_of(sched, "preempt_refused_unsafe"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+/* ---- fp: registers and FP modes survive preemption ---- */
+
+/* noipa: a const function of n would be computed once for both modes */
+__attribute__((noipa)) static double fp_work(long n)
+{
+    /* the compiler keeps these in SIMD registers across the loop */
+    double a = 1.0, b = 0.5, c = 0.25, d = 0.125;
+    for (long i = 0; i < n; i++) {
+        a = a * 1.0000001 + b;
+        b = b * 0.9999999 + c;
+        c = c * 1.0000002 - d;
+        d = d * 0.9999998 + 1e-9;
+        a = a / 1.0000003;
+    }
+    return a + b * 3 + c * 5 + d * 7;
+}
+
+#define FP_N (20 * 1000 * 1000)
+static double fp_result[2];
+static const int fp_mode[2] = {FE_UPWARD, FE_DOWNWARD};
+
+/* Each fiber in its own rounding mode: a mode that leaked from one to the
+ * other across a preemption changes the result. */
+static void fp_loop(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    ASSERT_EQ(fesetround(fp_mode[i]), 0);
+    fp_result[i] = fp_work(FP_N);
+    ASSERT_EQ(fegetround(), fp_mode[i]);
+    fesetround(FE_TONEAREST);
+}
+
+static void case_fp(void)
+{
+    /* The references, without preemption, on this thread. */
+    double want[2];
+    for (int i = 0; i < 2; i++) {
+        fesetround(fp_mode[i]);
+        want[i] = fp_work(FP_N);
+    }
+    fesetround(FE_TONEAREST);
+    ASSERT(want[0] != want[1]);
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    ASSERT_OK(usched_spawn(sched, NULL, fp_loop, (void *)0));
+    ASSERT_OK(usched_spawn(sched, NULL, fp_loop, (void *)1));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT(fp_result[0] == want[0] && fp_result[1] == want[1]);
+    ASSERT_GE(stat_of(sched, "preempts"), 1);
+    printf("fp: two FP loops preempted %llu times, both results exact\n",
+           (unsigned long long)stat_of(sched, "preempts"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+/* ---- slices: each policy's own ---- */
+
+#define NREQ 8
+
+static _Atomic int reqs_done;
+
+static void hog(void *arg)
+{
+    (void)arg;
+    double t0 = test_now();
+    unsigned long turn = 0;
+    while (atomic_load_explicit(&reqs_done, memory_order_relaxed) < NREQ && !over_cap(++turn, t0)) {
+    }
+}
+
+static void requests(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NREQ; i++) {
+        ASSERT_OK(usched_sleep_ns(100 * 1000));
+        atomic_fetch_add(&reqs_done, 1);
+    }
+}
+
+static void case_slices(void)
+{
+    static const struct {
+        const char *policy;
+        int64_t slice_us;
+    } pols[] = {{"usched", 10000}, {"linux", 750}, {"ule", 94000}, {"bsd4", 100000}, {"global", 100000}};
+    for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+        ASSERT_OK(usched_create(&sched));
+        ASSERT_OK(usched_set(sched, "topology", ONE_CPU));
+        ASSERT_OK(usched_set(sched, "policy", pols[i].policy));
+        ASSERT_OK(usched_set(sched, "knobs", "preempt_us=-1"));
+        ASSERT_OK(usched_start(sched));
+        ASSERT(sched->pre);
+        /* one CPU: Linux's factor is 1 + log2(1) = 1 */
+        ASSERT_EQ_U(sched->pre->ns, (uint64_t)pols[i].slice_us * 1000);
+        atomic_store(&reqs_done, 0);
+        atomic_store(&gave_up, 0);
+        ASSERT_OK(usched_spawn_on(sched, NULL, 0, hog, NULL));
+        ASSERT_OK(usched_spawn_on(sched, NULL, 0, requests, NULL));
+        ASSERT_OK(usched_wait(sched));
+        ASSERT_EQ(atomic_load(&gave_up), 0);
+        ASSERT_EQ(atomic_load(&reqs_done), NREQ);
+        ASSERT_GE(stat_of(sched, "preempts"), NREQ);
+        ASSERT_GE(stat_of(sched, "run_max_us"), (uint64_t)pols[i].slice_us);
+        printf("slices %s: slice %lld us, %d requests beside a hog, preempts %llu, longest run %llu us\n",
+               pols[i].policy, (long long)pols[i].slice_us, NREQ, (unsigned long long)stat_of(sched, "preempts"),
+               (unsigned long long)stat_of(sched, "run_max_us"));
+        ASSERT_OK(usched_destroy(sched));
+    }
+}
+
+/* ---- api and bad input ---- */
+
+static void on_usr2(int sig)
+{
+    (void)sig;
+}
+
+static void nest(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(usched_preempt_on(), -EINVAL);
+    ASSERT_EQ(usched_preempt_off(), 1);
+    ASSERT_EQ(usched_preempt_off(), 2);
+    ASSERT_EQ(usched_preempt_on(), 1);
+    ASSERT_EQ(usched_preempt_on(), 0);
+}
+
+static void case_api(void)
+{
+    ASSERT_EQ(usched_preempt_off(), -EPERM);
+    ASSERT_EQ(usched_preempt_on(), -EPERM);
+    sched = one_cpu("preempt_us=1000");
+    ASSERT_OK(usched_spawn(sched, NULL, nest, NULL));
+    ASSERT_OK(usched_wait(sched));
+    ASSERT_OK(usched_destroy(sched));
+
+    struct sigaction sa = {.sa_handler = on_usr2};
+    ASSERT_OK(sigaction(SIGUSR2, &sa, NULL));
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=1000,preempt_sig=%d", SIGUSR2);
+    ASSERT_OK(usched_create(&sched));
+    ASSERT_OK(usched_set(sched, "knobs", knobs));
+    ASSERT_EQ(usched_start(sched), -EBUSY);
+    ASSERT_STR_CONTAINS(usched_last_error(), "preempt_sig");
+    ASSERT_STR_CONTAINS(usched_last_error(), "already has a handler");
+    ASSERT_OK(usched_destroy(sched));
+
+    snprintf(knobs, sizeof knobs, "preempt_us=1000,preempt_sig=%d", SIGSEGV);
+    ASSERT_OK(usched_create(&sched));
+    ASSERT_OK(usched_set(sched, "knobs", knobs));
+    ASSERT_EQ(usched_start(sched), -EINVAL);
+    ASSERT_STR_CONTAINS(usched_last_error(), "cannot preempt");
+    ASSERT_OK(usched_destroy(sched));
+
+    /* Off: nothing installed, the same handler check does not apply. */
+    snprintf(knobs, sizeof knobs, "preempt_us=0,preempt_sig=%d", SIGUSR2);
+    ASSERT_OK(usched_create(&sched));
+    ASSERT_OK(usched_set(sched, "knobs", knobs));
+    ASSERT_OK(usched_start(sched));
+    ASSERT(!sched->pre);
+    ASSERT_OK(usched_destroy(sched));
+    printf("api: errors as documented\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) preempt_us = argv[1];
+    case_api();
+    case_sleep();
+    case_two();
+    case_off();
+    case_libc(0);
+    case_libc(1);
+    case_fp();
+    case_slices();
+    printf("core_preempt: ok\n");
+    return 0;
+}
