@@ -16,12 +16,18 @@
  *   R2. asks only when other work waits for that CPU: its run queue, next
  *       slot, inbox or bound fibers hold a fiber, the global queue does, or
  *       one of its timers is due. A fiber alone on its CPU runs on.
+ *   R3. asks only when the worker's thread is not asleep in the kernel: a
+ *       fiber blocked in a system call is not running its code, and the
+ *       signal would only cut the call short (EINTR). The thread may still
+ *       enter a call between this look and the signal.
  * Asking is storing the fiber's id in the CPU's slot (release) and queueing
  * the signal to the worker's thread (rt_tgsigqueueinfo) with the slot's
  * address as its value; the handler's exchange (acquire) takes the id.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -111,6 +117,7 @@ int usched__preempt_start(usched_t *s)
     for (int c = 0; c < s->ncpus; c++) {
         cpu[c].magic = USCHED__PREEMPT_MAGIC;
         cpu[c].w = s->wk[c];
+        cpu[c].stat_fd = -1;
     }
     p->sig = sig;
     p->ns = (uint64_t)us * 1000;
@@ -124,7 +131,10 @@ void usched__preempt_stop(usched_t *s)
 {
     struct usched__preempt *p = s->pre;
     if (!p) return;
-    for (int c = 0; c < s->ncpus; c++) p->cpu[c].magic = 0;
+    for (int c = 0; c < s->ncpus; c++) {
+        p->cpu[c].magic = 0;
+        if (p->cpu[c].stat_fd >= 0) close(p->cpu[c].stat_fd);
+    }
     free(p->cpu);
     free(p);
     s->pre = NULL;
@@ -156,6 +166,27 @@ static bool work_waits(usched_t *s, struct usched__wk *w, uint64_t now)
     return usched__timers_pending(&w->timers) && usched__timers_next(&w->timers) <= now;
 }
 
+/* R3: w's thread sleeps in the kernel (state S or D in its
+ * /proc/self/task/TID/stat): its fiber is blocked in a system call, where a
+ * signal could only cut the call short (EINTR for nanosleep, epoll_wait,
+ * calls with a timeout), never preempt. False when the file cannot be read:
+ * then the monitor asks as if the thread ran. */
+static bool thread_sleeps(struct usched__preempt_cpu *pc, int32_t tid)
+{
+    if (pc->stat_fd < 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+        pc->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (pc->stat_fd < 0) return false;
+    }
+    char buf[512];
+    ssize_t n = pread(pc->stat_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* the thread's name may hold anything but ends at the last ')' */
+    return end && end[1] == ' ' && (end[2] == 'S' || end[2] == 'D');
+}
+
 void usched__preempt_look(usched_t *s, int c, uint64_t id, uint64_t ran_ns, uint64_t now)
 {
     struct usched__preempt *p = s->pre;
@@ -180,6 +211,10 @@ void usched__preempt_look(usched_t *s, int c, uint64_t id, uint64_t ran_ns, uint
     struct usched__wk *w = pc->w;
     int32_t tid = atomic_load_explicit(&w->tid, memory_order_acquire);
     if (!tid || !work_waits(s, w, now)) return; /* R2 */
+    if (thread_sleeps(pc, tid)) { /* R3 */
+        usched__stat_add_atomic(&s->outside_stats, USCHED_STAT_preempt_skipped_syscall, 1);
+        return;
+    }
     atomic_store_explicit(&pc->verdict, PREEMPT_NONE, memory_order_relaxed);
     atomic_store_explicit(&pc->req, id, memory_order_release);
     pc->asked = true;

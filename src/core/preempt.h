@@ -39,6 +39,7 @@ struct usched__preempt_cpu {
     uint64_t last_id;          /* the fiber last looked at */
     bool asked;                /* it was asked; its verdict is not read yet */
     uint32_t refusals, wait;   /* refusals in a row; looks to wait */
+    int stat_fd;               /* the worker's /proc/self/task/TID/stat (R3), -1 not open */
 } __attribute__((aligned(64)));
 
 struct usched__preempt {

@@ -87,6 +87,7 @@
     X(preempt_refused_off, "preemptions refused: the fiber was inside usched_preempt_off") \
     X(preempt_refused_lock, "preemptions refused: the core held the CPU (a switch, or a policy's code run for the core)") \
     X(preempt_refused_unsafe, "preemptions refused: the fiber was not in the program's own code (libc, the loader, the vDSO, libusched, the C++ runtime)") \
+    X(preempt_skipped_syscall, "preemptions not asked: the worker's thread slept in a system call, which a signal would only cut short") \
     X(run_max_us, "longest run of one fiber without a switch that the monitor saw, in microseconds, to within one look (a maximum, not a count)")
 
 #define USCHED_STATS_PLACE_(id, name, desc) X(place_##name, desc)

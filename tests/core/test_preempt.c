@@ -73,7 +73,7 @@ static uint64_t stat_of(usched_t *s, const char *name)
 static void print_counters(const char *what)
 {
     static const char *const names[] = {"preempt_signals", "preempts", "preempt_refused_off", "preempt_refused_lock",
-                                        "preempt_refused_unsafe", "run_max_us"};
+                                        "preempt_refused_unsafe", "preempt_skipped_syscall", "run_max_us"};
     printf("%s:", what);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         printf(" %s %llu", names[i], (unsigned long long)stat_of(sched, names[i]));
@@ -142,6 +142,46 @@ static void case_sleep(void)
            (unsigned long long)stat_of(sched, "preempt_signals"),
            (unsigned long long)stat_of(sched, "preempt_refused_unsafe"),
            (unsigned long long)stat_of(sched, "run_max_us"));
+    ASSERT_OK(usched_destroy(sched));
+}
+
+/* A fiber blocked in a system call (nanosleep, which the kernel does not
+ * restart after a handler) while another fiber waits for its CPU: the
+ * monitor must not signal the sleeping thread (R3 in preempt.c), so the
+ * call is never cut short. It sleeps in 20 ms steps until the monitor has
+ * passed it over at least once, each sleep whole. */
+static _Atomic int waiter_ran, eintrs;
+
+static void waiting(void *arg)
+{
+    (void)arg;
+    atomic_store(&waiter_ran, 1);
+}
+
+static void sleeps_in_kernel(void *arg)
+{
+    (void)arg;
+    ASSERT_OK(usched_spawn(sched, NULL, waiting, NULL)); /* queued behind this fiber on the one CPU */
+    double t0 = test_now();
+    while (stat_of(sched, "preempt_skipped_syscall") == 0 && test_now() - t0 < LOOP_CAP_S) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        if (nanosleep(&ts, NULL) != 0 && errno == EINTR) atomic_fetch_add(&eintrs, 1);
+    }
+}
+
+static void case_syscall(void)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    ASSERT_OK(usched_spawn(sched, NULL, sleeps_in_kernel, NULL));
+    ASSERT_OK(usched_wait(sched));
+    print_counters("syscall");
+    printf("syscall: skipped %llu, EINTR %d\n", (unsigned long long)stat_of(sched, "preempt_skipped_syscall"),
+           atomic_load(&eintrs));
+    ASSERT_GT(stat_of(sched, "preempt_skipped_syscall"), 0);
+    ASSERT_EQ(atomic_load(&eintrs), 0);
+    ASSERT_EQ(atomic_load(&waiter_ran), 1);
     ASSERT_OK(usched_destroy(sched));
 }
 
@@ -487,6 +527,7 @@ int main(int argc, char **argv)
     if (argc > 1) preempt_us = argv[1];
     case_api();
     case_sleep();
+    case_syscall();
     case_two();
     case_off();
     case_libc(0);
