@@ -370,10 +370,9 @@ exec:
             if
             :: t != me ->
                 kick(t, ok);
-                /* FIX_GQK, not in the code (docs/model.md): when the named
-                 * CPU was not parked (it took other work since the policy
-                 * looked), wake one that is */
-#ifdef FIX_GQK
+                /* [model: GQK] when the named CPU was not parked (it took
+                 * other work since the policy looked), wake one that is */
+#ifndef MUT_GQK
                 if :: !ok -> wakep(me, ok) :: else -> skip fi
 #endif
                 skip

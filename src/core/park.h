@@ -104,11 +104,13 @@ void usched__wk_kick_all(struct usched *s);
  * stop: clears mon_idle and wakes it if it was set. */
 void usched__park_wake_monitor(struct usched *s);
 
-/* W3 [model: W3]: wake CPU `cpu` if it is parked (on its futex or in the poller). */
-static inline void usched__wk_kick(struct usched *s, struct usched__wk *from, int cpu)
+/* W3 [model: W3]: wake CPU `cpu` if it is parked (on its futex or in the
+ * poller). True if this caller woke it (false: it was not parked, or
+ * another waker claimed it first). */
+static inline bool usched__wk_kick(struct usched *s, struct usched__wk *from, int cpu)
 {
     uint32_t st = atomic_load_explicit(&s->wk[cpu]->state, memory_order_seq_cst);
-    if (st == WK_PARKED || st == WK_PARKED_POLL) usched__wk_wake_parked(s, from, cpu);
+    return (st == WK_PARKED || st == WK_PARKED_POLL) && usched__wk_wake_parked(s, from, cpu);
 }
 
 /* W1-W3: hand t to CPU `cpu` from another thread. */

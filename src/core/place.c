@@ -237,10 +237,13 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
          * is parked, or one spins and will look). Without it the fiber
          * waited for the spinner; core_nextslot's stranded case under
          * `global` hung on qemu in 1 to 5 runs of 10. */
-        if (r.cpu != waker)
-            usched__wk_kick(s, self, r.cpu);
-        else
-            usched__wk_wakep(s, self, waker);
+        if (r.cpu == waker || !usched__wk_kick(s, self, r.cpu))
+            /* [model: GQK] The named CPU was not parked: it took other work
+             * since the policy looked (a burst of pushes all named the
+             * first idle CPU; it runs the first). Wake one that is parked,
+             * or this fiber waits beside it until a CPU comes round (the
+             * model's gq3 with three workers under `global`). */
+            usched__wk_wakep(s, self, r.cpu);
         return;
     }
     if (r.cpu == waker) {
