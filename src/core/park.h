@@ -32,10 +32,11 @@ enum {
 };
 
 /*
- * A park backend. The core calls start and fini from usched_start and
- * usched_destroy (after the workers stopped), and the others only while
- * s->io is set (the backend's per-scheduler state, created by the backend
- * on the first descriptor wait, read with acquire).
+ * A park backend. Of the registered (I/O) backend the core calls start and
+ * fini from usched_start and usched_destroy (after the workers stopped),
+ * and the others only while s->io is set (the backend's per-scheduler
+ * state, created by the backend on the first descriptor wait, read with
+ * acquire). The futex backend has only wait and wake.
  */
 struct usched__park_backend {
     const char *name;

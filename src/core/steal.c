@@ -52,7 +52,7 @@ static int steal_want(usched_t *s, int thief, int victim, int level, unsigned lo
  * is awake and will look; D2. a CPU of a whole idle core never defers; D3.
  * a deferring CPU's own core is never whole idle, so deferrals cannot go
  * round in a circle while the cores stay as they are; D4. a deferring CPU
- * does not park while it sees the work (P3 counts it visible; find_work
+ * does not park while it sees the work (P3 counts it visible; find_idle
  * yields the real CPU instead, for the woken one): once the idle core took
  * its share and is busy, the rest is the deferring CPU's to steal. */
 static bool defer_counted(usched_t *s, struct usched__wk *w, int stat)

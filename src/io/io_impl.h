@@ -102,6 +102,12 @@ int usched__pd_close(struct usched__pd *pd, int fd);
 /* The poller of s, created on first use: 0, or -ENOMEM/-EMFILE/-ENFILE
  * when it cannot be created (the cause in usched_last_error). */
 int usched__io_get(usched_t *s, struct usched__io **out);
+/* Registers the "epoll shared" park backend with the core (once; the
+ * library's load does it). A file of src/io that the core must finish at
+ * usched_destroy through the backend's fini (the offload pool) calls it,
+ * so that a static link that takes that file also takes this one, and its
+ * registration at load with it. */
+void usched__io_register(void);
 
 /* offload.c */
 int usched__offload_run(void (*fn)(void *), void *arg);

@@ -105,9 +105,13 @@ static void *pool_main(void *arg)
     }
 }
 
-/* Under lock: one more thread. */
+/* Under lock: one more thread. usched_destroy waits for the pool's wake-ups
+ * in the I/O park backend's fini (io_fini, poller.c): the backend must be
+ * registered before the first pool thread runs (it is, at load, once this
+ * call links poller.c in; a static link would leave it out otherwise). */
 static int grow(void)
 {
+    usched__io_register();
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);

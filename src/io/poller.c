@@ -439,9 +439,14 @@ static const struct usched__park_backend epoll_shared = {
     .wake = io_break,
 };
 
+void usched__io_register(void)
+{
+    if (usched__park_io != &epoll_shared) usched__park_register(&epoll_shared);
+}
+
 /* Registered when the library is loaded, before any scheduler can start:
  * the core then parks in it whenever fibers wait on descriptors. */
-__attribute__((constructor)) static void io_register(void)
+__attribute__((constructor)) static void io_register_at_load(void)
 {
-    usched__park_register(&epoll_shared);
+    usched__io_register();
 }
