@@ -81,7 +81,9 @@ static void settle(struct layout *l, bool parked)
 static void layout_start(struct layout *l, const char *topo, int smt)
 {
     char knobs[64];
-    snprintf(knobs, sizeof knobs, "smt=%d", smt);
+    /* Placement only: no preemption, which would run a child queued on the
+     * busy CPU P there once P's fiber had run its slice. */
+    snprintf(knobs, sizeof knobs, "smt=%d,preempt_us=0", smt);
     memset(l, 0, sizeof *l);
     l->t = pt_topo_load(topo);
     l->s = pt_start("usched", topo, knobs);
