@@ -467,7 +467,9 @@ static void part_tmux(void)
     ASSERT(fgets(line, sizeof line, srv.out));
     ASSERT_STR_CONTAINS(line, "listening on");
     char cmd[512], header[64];
-    snprintf(cmd, sizeof cmd, "'%s' top %d --interval 0.2; echo top-exit=$?; sleep 600", cli, (int)srv.pid);
+    const char *emu = getenv("USCHED_TEST_EMULATOR"); /* a cross build's qemu line (tests/run.h) */
+    snprintf(cmd, sizeof cmd, "%s '%s' top %d --interval 0.2; echo top-exit=$?; sleep 600", emu ? emu : "", cli,
+             (int)srv.pid);
     struct test_run r = tmux("new-session", "-d", "-s", "top", "-x", "170", "-y", "45", cmd, NULL);
     if (r.status != 0) TEST_FAIL_("tmux new-session: exit %d: %s", r.status, r.err);
     test_run_free(r);
