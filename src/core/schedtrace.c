@@ -1,0 +1,171 @@
+/*
+ * The wake-up latency histograms' summary (usched_stats_print) and the
+ * periodic one-line summary of every CPU (USCHED_SCHEDTRACE=MS, its own
+ * thread): what the scheduler prints of itself, beside the trace file
+ * that trace.c records.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/export.h"
+#include "core/core.h"
+
+static void *schedtrace_main(void *arg);
+
+int usched__schedtrace_start(struct usched *s)
+{
+    pthread_mutex_init(&s->st_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->st_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    s->st_stop = 0;
+    int rc = -pthread_create(&s->st_thread, NULL, schedtrace_main, s);
+    if (rc < 0) {
+        pthread_cond_destroy(&s->st_cond);
+        pthread_mutex_destroy(&s->st_lock);
+        return usched__error(-rc, "schedtrace: cannot start its thread");
+    }
+    s->st_started = 1;
+    return 0;
+}
+
+void usched__schedtrace_stop(struct usched *s)
+{
+    if (!s->st_started) return;
+    pthread_mutex_lock(&s->st_lock);
+    s->st_stop = 1;
+    pthread_cond_signal(&s->st_cond);
+    pthread_mutex_unlock(&s->st_lock);
+    pthread_join(s->st_thread, NULL);
+    pthread_cond_destroy(&s->st_cond);
+    pthread_mutex_destroy(&s->st_lock);
+    s->st_started = 0;
+}
+
+/* ---- wake-up latency --------------------------------------------------------------- */
+
+static void lat_sum(usched_t *s, int cpu, uint64_t *n, uint64_t *max)
+{
+    for (int c = 0; c < s->ncpus; c++) {
+        if (cpu >= 0 && c != cpu) continue;
+        usched__lat_t *h = &s->wk[c]->lat;
+        for (int i = 0; i < USCHED__LAT_NB; i++) n[i] += atomic_load_explicit(&h->n[i], memory_order_relaxed);
+        uint64_t mx = atomic_load_explicit(&h->max, memory_order_relaxed);
+        if (mx > *max) *max = mx;
+    }
+}
+
+/* The upper end of the bucket holding the q-quantile, capped at max. */
+static uint64_t lat_quantile(const uint64_t *n, uint64_t count, uint64_t max, double q)
+{
+    if (!count) return 0;
+    uint64_t want = (uint64_t)(q * (double)count + 0.999999), acc = 0;
+    if (want < 1) want = 1;
+    for (int i = 0; i < USCHED__LAT_NB; i++) {
+        acc += n[i];
+        if (acc >= want) {
+            uint64_t hi = i + 1 < USCHED__LAT_NB ? usched__lat_low(i + 1) - 1 : UINT64_MAX;
+            return hi < max ? hi : max;
+        }
+    }
+    return max;
+}
+
+USCHED_EXPORT int usched_wakelat(usched_t *s, int cpu, struct usched_wakelat *out)
+{
+    if (!s || !out) return usched__error(EINVAL, "wakelat: NULL argument");
+    if (!atomic_load(&s->started)) return usched__error(ESRCH, "wakelat: scheduler not started");
+    if (cpu < -1 || cpu >= s->ncpus)
+        return usched__error(EINVAL, "wakelat: cpu %d out of range [-1, %d)", cpu, s->ncpus);
+    uint64_t n[USCHED__LAT_NB] = {0}, max = 0, count = 0;
+    lat_sum(s, cpu, n, &max);
+    for (int i = 0; i < USCHED__LAT_NB; i++) count += n[i];
+    memset(out, 0, sizeof *out);
+    out->count = count;
+    out->p50_ns = lat_quantile(n, count, max, 0.50);
+    out->p90_ns = lat_quantile(n, count, max, 0.90);
+    out->p99_ns = lat_quantile(n, count, max, 0.99);
+    out->max_ns = max;
+    return 0;
+}
+
+void usched__wakelat_print(usched_t *s, FILE *f)
+{
+    for (int cpu = -1; cpu < s->ncpus; cpu++) {
+        struct usched_wakelat l;
+        if (usched_wakelat(s, cpu, &l) < 0) return;
+        char what[32];
+        if (cpu < 0) snprintf(what, sizeof what, "wake_latency");
+        else snprintf(what, sizeof what, "wake_latency cpu %d", cpu);
+        fprintf(f, "%-20s n=%llu p50=%lluns p90=%lluns p99=%lluns max=%lluns\n", what,
+                (unsigned long long)l.count, (unsigned long long)l.p50_ns, (unsigned long long)l.p90_ns,
+                (unsigned long long)l.p99_ns, (unsigned long long)l.max_ns);
+    }
+}
+
+void usched__wakelat_reset(usched_t *s)
+{
+    for (int c = 0; c < s->ncpus; c++) {
+        usched__lat_t *h = &s->wk[c]->lat;
+        for (int i = 0; i < USCHED__LAT_NB; i++) atomic_store(&h->n[i], 0);
+        atomic_store(&h->max, 0);
+    }
+}
+
+/* ---- the periodic summary (USCHED_SCHEDTRACE=MS) ---------------------------------- */
+
+static const char *wk_state(struct usched__wk *w)
+{
+    uint32_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
+    if (st == WK_PARKED) return "parked";
+    if (st == WK_PARKED_POLL) return "polling";
+    return atomic_load_explicit(&w->current, memory_order_relaxed) ? "running" : "spinning";
+}
+
+static void *schedtrace_main(void *arg)
+{
+    usched_t *s = arg;
+    uint64_t *last = calloc((size_t)s->ncpus, sizeof *last);
+    char *line = malloc((size_t)s->ncpus * 64 + 128);
+    if (!last || !line) {
+        free(last);
+        free(line);
+        return NULL;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    pthread_mutex_lock(&s->st_lock);
+    while (!s->st_stop) {
+        dl.tv_nsec += (long)(s->schedtrace_ms % 1000) * 1000000L;
+        dl.tv_sec += s->schedtrace_ms / 1000 + dl.tv_nsec / 1000000000L;
+        dl.tv_nsec %= 1000000000L;
+        int rc = 0;
+        while (!s->st_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->st_cond, &s->st_lock, &dl);
+        if (s->st_stop) break;
+        uint64_t ms = (usched__now_ns() - s->trace_t0) / 1000000;
+        int len = snprintf(line, 128, "usched: schedtrace %llums: live=%llu global=%u", (unsigned long long)ms,
+                           (unsigned long long)atomic_load(&s->live), atomic_load(&s->gq_n));
+        for (int c = 0; c < s->ncpus; c++) {
+            struct usched__wk *w = s->wk[c];
+            uint64_t sw = atomic_load_explicit(&w->stats.v[USCHED_STAT_switches], memory_order_relaxed);
+            unsigned q = usched__ring_len(&w->ring) + (unsigned)atomic_load(&w->inbox_n) +
+                         (atomic_load_explicit(&w->next, memory_order_relaxed) != NULL);
+            len += snprintf(line + len, 64, " | cpu%d %s q=%u sw=%llu", c, wk_state(w), q,
+                            (unsigned long long)(sw >= last[c] ? sw - last[c] : sw)); /* reset since */
+            last[c] = sw;
+        }
+        fprintf(stderr, "%s\n", line);
+    }
+    pthread_mutex_unlock(&s->st_lock);
+    free(last);
+    free(line);
+    return NULL;
+}
+
