@@ -96,9 +96,12 @@ static bool own_code(uintptr_t pc)
 
 /* Writes errno on the thread the fiber resumed on: errno's address is the
  * thread's, and a compiler may keep the one it computed before the switch
- * (__errno_location is a const function). */
-__attribute__((noipa)) static void set_errno(int e)
+ * (__errno_location is a const function). Not inlined, and the empty asm
+ * keeps a compiler from treating it as free of side effects (clang has no
+ * noipa). */
+__attribute__((noinline)) static void set_errno(int e)
 {
+    __asm__ volatile("" ::: "memory");
     errno = e;
 }
 
