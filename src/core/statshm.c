@@ -56,7 +56,7 @@ static void remove_stale(void)
 {
     DIR *d = opendir("/dev/shm");
     if (!d) return;
-    const char *prefix = USCHED_STATS_SHM_PREFIX + 1; /* without the '/' */
+    const char *prefix = &USCHED_STATS_SHM_PREFIX[1]; /* without the '/' */
     size_t plen = strlen(prefix);
     struct dirent *e;
     while ((e = readdir(d))) {

@@ -86,7 +86,7 @@ static int fail(const char *fmt, ...)
 /* Parses "usched-stats.PID.N"; false for any other name. */
 static bool parse_name(const char *d_name, long *pid, long *index)
 {
-    const char *prefix = USCHED_STATS_SHM_PREFIX + 1;
+    const char *prefix = &USCHED_STATS_SHM_PREFIX[1];
     size_t plen = strlen(prefix);
     if (strncmp(d_name, prefix, plen) != 0) return false;
     char *end;
@@ -215,7 +215,7 @@ static int find_segment(long pid, long want, char *file, size_t len)
                     "(a program linked with usched, its scheduler started)",
                     pid, comm);
     }
-    snprintf(file, len, "%s%ld.%ld", USCHED_STATS_SHM_PREFIX + 1, pid, best);
+    snprintf(file, len, "%s%ld.%ld", &USCHED_STATS_SHM_PREFIX[1], pid, best);
     char why[160];
     if (stale_reason(pid, file, why, sizeof why)) {
         remove_stale(file, why);
