@@ -282,6 +282,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
         s->wk[c] = w;
         w->s = s;
         w->cpu = c;
+        w->io_home = -1;
         w->rng = 0x9e3779b9u * (unsigned)(c + 1);
         w->lat_rng = w->rng ^ 0x5bd1e995u;
         usched__lat_reload(w);

@@ -196,6 +196,8 @@ struct usched__wk {
     uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */
     uint32_t lat_left;                   /* and the wake-ups left until the next sample */
     int cpu;
+    int io_home;                         /* while src/io wakes an fd's waiters: the fd's home CPU
+                                          * (io_poller=percpu), else -1; owner only */
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
     int deferred;                        /* its last steal left work to a whole idle core (steal.c, D1-D4) */

@@ -28,10 +28,32 @@ int usched__knob_lookup(const char *name)
     return -1;
 }
 
+/* The names of a KNOB_CHOICE knob's values min..max, in order. */
+static const char *const *choice_names(int knob)
+{
+    static const char *const io_poller[] = {"shared", "percpu", NULL};
+    return knob == USCHED_KNOB_io_poller ? io_poller : NULL;
+}
+
+/* The names of a choice knob's values joined by sep, the last by last
+ * ("a, b or c"; "a|b|c"). */
+static const char *choice_list(int knob, char *buf, size_t len, const char *sep, const char *last)
+{
+    const char *const *n = choice_names(knob);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; n && n[i] && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i == 0 ? "" : n[i + 1] ? sep : last, n[i]);
+    return buf;
+}
+
 const char *usched__knob_format(int knob, int64_t v, char *buf, size_t len)
 {
-    if (usched__knob_table[knob].type == KNOB_LEVEL && v >= 0 && v < TOPO_NLEVELS)
+    const struct usched__knob_info *ki = &usched__knob_table[knob];
+    if (ki->type == KNOB_LEVEL && v >= 0 && v < TOPO_NLEVELS)
         snprintf(buf, len, "%s", usched__topo_level_name((int)v));
+    else if (ki->type == KNOB_CHOICE && v >= ki->min && v <= ki->max)
+        snprintf(buf, len, "%s", choice_names(knob)[v - ki->min]);
     else
         snprintf(buf, len, "%lld", (long long)v);
     return buf;
@@ -49,6 +71,17 @@ static int parse_value(int id, const char *val, int64_t *out)
         return usched__error(EINVAL,
                              "knobs: %s: '%s' is not a level (core, l2, llc, package, numa, machine)",
                              ki->name, val);
+    }
+    if (ki->type == KNOB_CHOICE) {
+        const char *const *n = choice_names(id);
+        for (int i = 0; n[i]; i++)
+            if (strcmp(n[i], val) == 0) {
+                *out = ki->min + i;
+                return 0;
+            }
+        char names[128];
+        return usched__error(EINVAL, "knobs: %s: '%s' is not one of %s", ki->name, val,
+                             choice_list(id, names, sizeof names, ", ", " or "));
     }
     char *end;
     errno = 0;
@@ -110,7 +143,7 @@ USCHED_EXPORT int usched_knob_count(void)
 USCHED_EXPORT int usched_knob_info(int i, struct usched_knob_info *out)
 {
     static const char *const types[] = {[KNOB_BOOL] = "bool", [KNOB_INT] = "int",
-                                        [KNOB_LEVEL] = "level"};
+                                        [KNOB_LEVEL] = "level", [KNOB_CHOICE] = "choice"};
     if (!out) return usched__error(EINVAL, "knob_info: out is NULL");
     if (i < 0 || i >= USCHED_NKNOBS)
         return usched__error(EINVAL, "knob_info: index %d out of range [0, %d)", i, USCHED_NKNOBS);
@@ -130,6 +163,8 @@ USCHED_EXPORT int usched_knob_info(int i, struct usched_knob_info *out)
         usched__knob_format(i, k->min, lo, sizeof lo);
         usched__knob_format(i, k->max, hi, sizeof hi);
         snprintf(out->range_text, sizeof out->range_text, "%s..%s", lo, hi);
+    } else if (k->type == KNOB_CHOICE) {
+        choice_list(i, out->range_text, sizeof out->range_text, "|", "|");
     } else {
         snprintf(out->range_text, sizeof out->range_text, "%lld..%lld", (long long)k->min,
                  (long long)k->max);

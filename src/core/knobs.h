@@ -45,7 +45,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
+enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL, KNOB_CHOICE };
+
+/* The values of io_poller (a KNOB_CHOICE: named in knobs.c). */
+enum { USCHED__IO_POLLER_SHARED = 0, USCHED__IO_POLLER_PERCPU = 1 };
 
 #define USCHED_KNOBS_MAP(X)                                                       \
     X(smt, KNOB_BOOL, 1, 0, 1, 1, "usched,linux,ule,bsd4",                        \
@@ -74,6 +77,8 @@ enum usched__knob_type { KNOB_BOOL, KNOB_INT, KNOB_LEVEL };
       "picks between I/O polls on a busy CPU (Tokio's 61; 0 = the time bound only)") \
     X(io_poll_us, KNOB_INT, 10000, 100, 10000000, 1, "all",                       \
       "microseconds without an I/O poll after which a busy CPU polls (Go's sysmon: 10 ms)") \
+    X(io_poller, KNOB_CHOICE, 0, 0, 1, 0, "all",                                 \
+      "where parked CPUs wait for I/O: shared (one epoll set, one CPU blocked in it) or percpu (a set per CPU; a descriptor in the set of the CPU its packets arrive on; docs/io.md)") \
     X(offload_max, KNOB_INT, 64, 1, 4096, 1, "all",                               \
       "threads the offload pool may grow to (blocking calls, regular files)")     \
     X(offload_idle_ms, KNOB_INT, 10000, 1, 3600000, 1, "all",                     \

@@ -253,8 +253,10 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
      * runs on a loaded machine, none in 600 with the fence). One fence
      * per park costs nothing beside the futex wait. */
     usched__full_fence();
-    /* P3 [model: P3] */
-    if (visible(s, w) || atomic_load(&s->stopping)) {
+    /* P3 [model: P3]; P3'' (the backend's pending: poller.c) */
+    if (visible(s, w) || atomic_load(&s->stopping) ||
+        (!in_poller && usched__park_io && usched__park_io->pending &&
+         atomic_load_explicit(&s->io, memory_order_acquire) && usched__park_io->pending(s, w))) {
         if (in_poller) be->unclaim(s, w);
         unpark(s, w);
         atomic_store_explicit(&s->waking, 0, memory_order_relaxed);

@@ -10,13 +10,15 @@
  *   futex         the core's own (park.c): a futex wait on the worker's
  *                 state word; for every park while no fiber waits on a
  *                 descriptor, and for every park but one while fibers do.
- *   epoll shared  src/io's (src/io/poller.c), registered at load with
- *                 usched__park_register: one epoll instance per scheduler,
- *                 one parked CPU at a time in it (the poller role), the
- *                 others on their futex. The core knows it only through
- *                 this table; it never calls src/io by name.
- * docs/architecture.md says where an epoll-per-CPU and an io_uring backend
- * would plug in.
+ *   epoll         src/io's (src/io/poller.c), registered at load with
+ *                 usched__park_register. io_poller=shared: one epoll
+ *                 instance per scheduler, one parked CPU at a time in it
+ *                 (the poller role), the others on their futex;
+ *                 io_poller=percpu: an epoll instance per CPU, each CPU
+ *                 blocked in its own while fibers wait on its descriptors.
+ *                 The core knows it only through this table; it never
+ *                 calls src/io by name.
+ * docs/architecture.md says where an io_uring backend would plug in.
  */
 #ifndef USCHED_CORE_PARK_H
 #define USCHED_CORE_PARK_H
@@ -61,6 +63,10 @@ struct usched__park_backend {
      * when it made a wake-up (counted in wake_stat by the caller). w is NULL
      * at shutdown: every waiter of the backend. */
     bool (*wake)(struct usched *s, struct usched__wk *w);
+    /* P3'' (may be NULL): w, about to wait on its futex, has work in this
+     * backend after all (a descriptor wait it must block in the backend
+     * for, added since its claim): P3 then counts it as work seen. */
+    bool (*pending)(struct usched *s, struct usched__wk *w);
 };
 
 /* The I/O backend, NULL until one registers (once, at load, before any

@@ -218,11 +218,21 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
      * run it and rewrite t->cpu. */
     usched__stat_inc(self, s, USCHED_STAT_place_bound + r.reason);
     if ((flags & USCHED_SEL_WAKE) && t->bound < 0) judge(s, self, r.cpu, t->cpu, waker);
-    if (flags & USCHED_SEL_IO) /* I/O: where the wake-up went, from the fiber's previous CPU */
+    if (flags & USCHED_SEL_IO) { /* I/O: where the wake-up went, from the fiber's previous CPU */
         usched__stat_inc(self, s, r.cpu == t->cpu ? USCHED_STAT_io_wake_same_cpu
                                   : t->cpu >= 0 && usched__topo_level_shared(s->topo, r.cpu, t->cpu) <= TOPO_LLC
                                       ? USCHED_STAT_io_wake_same_llc
                                       : USCHED_STAT_io_wake_elsewhere);
+        /* and from the descriptor's home, the CPU its packets arrive on */
+        int home = self ? self->io_home : -1;
+        if (home >= 0) {
+            int l = r.cpu == home ? -1 : usched__topo_level_shared(s->topo, r.cpu, home);
+            usched__stat_inc(self, s, l < 0 ? USCHED_STAT_io_wake_home_cpu
+                                      : l <= TOPO_SMT ? USCHED_STAT_io_wake_home_core
+                                      : l <= TOPO_LLC ? USCHED_STAT_io_wake_home_llc
+                                                      : USCHED_STAT_io_wake_home_far);
+        }
+    }
     if (r.slot == USCHED_SLOT_SHARED) {
         /* The shared run queue: every CPU reads it; r.cpu is the CPU to
          * kick when it is parked. */

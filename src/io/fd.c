@@ -109,6 +109,7 @@ static void forget(struct usched__pd *pd)
                           memory_order_relaxed);
     atomic_store_explicit(&pd->kind, PD_UNKNOWN, memory_order_relaxed);
     atomic_store_explicit(&pd->io_id, 0, memory_order_relaxed);
+    atomic_store_explicit(&pd->home, -1, memory_order_relaxed);
     for (int d = 0; d < 2; d++) atomic_store_explicit(&pd->drained[d], 0, memory_order_relaxed);
     atomic_store_explicit(&pd->hup, 0, memory_order_relaxed);
     pd->nonblock = 0;
@@ -220,18 +221,19 @@ int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io)
     if (kind == PD_UNKNOWN) kind = classify(pd, fd);
     if (kind == PD_POLL && io && atomic_load_explicit(&pd->io_id, memory_order_relaxed) != io->id) {
         uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
-                                 .data.u64 = ((uint64_t)seq << 32) | (uint32_t)fd};
-        int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
-        if (rc < 0 && errno == EEXIST) rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+        struct usched__wk *me = usched__self_wk();
+        int home = io->percpu ? usched__io_home_pick(io, fd, pd->tcp, me ? me->cpu : 0) : -1;
+        int rc = usched__io_add(io, home < 0 ? 0 : home, fd, seq);
         if (rc == 0) {
+            atomic_store_explicit(&pd->home, home, memory_order_relaxed);
+            pd->away = pd->sample = 0;
             atomic_store_explicit(&pd->io_id, io->id, memory_order_release);
-        } else if (errno == EPERM) {
+        } else if (rc == -EPERM) {
             /* Not pollable (a file system that epoll refuses): offload. */
             kind = PD_FILE;
             atomic_store_explicit(&pd->kind, PD_FILE, memory_order_release);
         } else {
-            kind = -errno;
+            kind = rc;
         }
     }
     usched__pd_unlock(pd);
@@ -268,6 +270,48 @@ static int wait_thread(struct usched__pd *pd, int fd, int dir, uint64_t deadline
     }
 }
 
+/* io_poller=percpu: the TCP socket's packets are looked at every
+ * IO_SAMPLE_EVERY-th wait (a getsockopt), and an fd moves after
+ * IO_REHOME_TCP such looks in a row, or IO_REHOME_FIBER waits in a row
+ * of its fiber on another CPU (other descriptors): hysteresis, so that a
+ * connection whose fiber or client wanders for a moment stays. Not tuned. */
+#define IO_SAMPLE_EVERY 16
+#define IO_REHOME_TCP 2
+#define IO_REHOME_FIBER 4
+
+/* Under the lock, io_poller=percpu, before a wait on CPU `me`: the set the
+ * fd is in, after moving it where it belongs. A TCP socket's home follows
+ * the CPU its packets arrive on (where the kernel runs its client, on
+ * loopback), any other fd's its fiber. Moved only while nobody else waits
+ * on it (their counts stay in the set they were made in). */
+static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, int me)
+{
+    int home = atomic_load_explicit(&pd->home, memory_order_relaxed);
+    int want = me;
+    if (pd->tcp) {
+        if (++pd->sample < IO_SAMPLE_EVERY) return home;
+        pd->sample = 0;
+        int c = usched__io_packet_cpu(io, fd);
+        if (c >= 0) want = c;
+    }
+    if (want == home) {
+        pd->away = 0;
+        return home;
+    }
+    if (++pd->away < (pd->tcp ? IO_REHOME_TCP : IO_REHOME_FIBER)) return home;
+    for (int d = 0; d < 3; d++)
+        if (usched__wq_len(&pd->q[d])) return home;
+    /* The new set first: an fd added to an epoll set reports the readiness
+     * it has now, so nothing is lost in between; an event the old set
+     * still reports is harmless (a spurious wake-up, the call retries). */
+    if (usched__io_add(io, want, fd, atomic_load_explicit(&pd->seq, memory_order_relaxed)) < 0) return home;
+    (void)epoll_ctl(io->set[home].epfd, EPOLL_CTL_DEL, fd, NULL);
+    atomic_store_explicit(&pd->home, want, memory_order_relaxed);
+    pd->away = 0;
+    usched__stat_inc(usched__self_wk(), io->s, USCHED_STAT_io_rehomes);
+    return want;
+}
+
 int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint64_t deadline)
 {
     usched_task_t *self = usched__current();
@@ -288,14 +332,23 @@ int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint6
         usched__pd_unlock(pd);
         return 0;
     }
+    struct usched__wk *me = usched__self_wk();
+    int home = io->percpu ? home_follow(pd, fd, io, me->cpu) : -1;
+    struct usched__ioset *st = &io->set[home < 0 ? 0 : home];
     struct usched__waiter w;
     usched__waiter_init(&w, USCHED__TBLK_io);
     usched__wq_push(&pd->q[dir], &w);
     w.lk = &pd->q[0];
-    atomic_fetch_add_explicit(&io->nwaiters, 1, memory_order_seq_cst); /* read at P1' */
+    atomic_fetch_add_explicit(&st->nwaiters, 1, memory_order_seq_cst); /* read at P1' and P3'' */
+    /* io_poller=percpu, a home that is not this CPU: if it sleeps on its
+     * futex it must wake and block in its set (P3'' in poller.c). */
+    if (home >= 0 && home != me->cpu &&
+        atomic_load_explicit(&usched_self()->wk[home]->state, memory_order_seq_cst) == WK_PARKED &&
+        usched__wk_kick(usched_self(), me, home))
+        usched__stat_add(&me->stats, USCHED_STAT_io_home_kicks, 1);
     usched__trace_io_wait(fd);
     int rc = usched__wq_wait(&pd->q[0], &w, timeout);
-    atomic_fetch_sub_explicit(&io->nwaiters, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&st->nwaiters, 1, memory_order_relaxed);
     return rc;
 }
 
@@ -329,9 +382,14 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events)
         chain = usched__wq_claim_all(&pd->q[IO_WR], 0, chain);
     }
     if (rd || wr) chain = usched__wq_claim_all(&pd->q[IO_ANY], 0, chain);
+    int home = atomic_load_explicit(&pd->home, memory_order_relaxed);
     usched__pd_unlock(pd);
-    if (w) usched__stat_add(&w->stats, USCHED_STAT_io_events, 1);
+    if (w) {
+        usched__stat_add(&w->stats, USCHED_STAT_io_events, 1);
+        w->io_home = home; /* place.c counts where the wake-ups go from it */
+    }
     usched__wq_wake_chain(chain, USCHED__WAKE_IO);
+    if (w) w->io_home = -1;
 }
 
 int usched__pd_close(struct usched__pd *pd, int fd)

@@ -31,20 +31,43 @@ struct usched__io_cpu {
     struct epoll_event *ev;
 } __attribute__((aligned(64)));
 
-/* One poller per scheduler, created on its first I/O wait. */
+/* One epoll set: the scheduler's only one (io_poller=shared) or one CPU's
+ * (io_poller=percpu; set c is CPU c's, and only CPU c blocks in it). */
+struct usched__ioset {
+    int epfd;                     /* the epoll instance */
+    int evfd;                     /* eventfd in epfd: breaks a blocked poll (W3') */
+    _Atomic int32_t poller;       /* CPU holding the role (blocked in it or about to be), -1 none */
+    _Atomic uint32_t polling;     /* a non-blocking poll is running (one at a time) */
+    _Atomic uint32_t wake_sig;    /* an eventfd write is outstanding (B1-B4) */
+    _Atomic uint32_t nwaiters;    /* fibers parked on the fds registered here */
+    _Atomic uint64_t last_poll_ns;
+} __attribute__((aligned(64)));
+
+/* The poller instance of a scheduler, created on its first I/O wait. */
 struct usched__io {
     usched_t *s;
     uint64_t id;                  /* never 0; tags the fds registered here */
-    int epfd;                     /* the epoll instance */
-    int evfd;                     /* eventfd in epfd: breaks a blocked poll (W3') */
-    _Atomic int32_t poller __attribute__((aligned(64))); /* CPU holding the poller role, -1 none */
-    _Atomic uint32_t polling;     /* a non-blocking poll is running (one at a time) */
-    _Atomic uint32_t wake_sig;    /* an eventfd write is outstanding (B1-B4) */
-    _Atomic uint32_t nwaiters __attribute__((aligned(64))); /* fibers parked on fds */
-    _Atomic uint64_t last_poll_ns;
+    bool percpu;                  /* io_poller=percpu: a set per CPU */
+    int nsets;                    /* 1, or ncpus */
+    struct usched__ioset *set;    /* nsets entries */
     _Atomic int poll_err;         /* the first errno epoll_wait failed with, 0 none (said once) */
     struct usched__io_cpu *cpu;   /* ncpus entries */
 };
+
+/* Fibers waiting on descriptors, in every set (a sum of counts that may
+ * each move meanwhile: for tests and reports). */
+static inline uint32_t usched__io_nwaiters(struct usched__io *io)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < io->nsets; i++) n += atomic_load_explicit(&io->set[i].nwaiters, memory_order_relaxed);
+    return n;
+}
+
+/* The set CPU c blocks in and registers its fds in. */
+static inline struct usched__ioset *usched__io_set_of(struct usched__io *io, int c)
+{
+    return &io->set[io->percpu ? c : 0];
+}
 
 enum { PD_UNKNOWN = 0, PD_POLL, PD_FILE };
 enum { IO_RD = 0, IO_WR = 1, IO_ANY = 2 }; /* wait directions (IO_ANY: either) */
@@ -64,6 +87,9 @@ struct usched__pd {
     _Atomic uint32_t seq;        /* incarnation: tags epoll_data (under the lock) */
     _Atomic uint32_t kind;       /* PD_* (under the lock) */
     _Atomic uint64_t io_id;      /* poller it is registered with, 0 none */
+    _Atomic int32_t home;        /* the set it is registered in (io_poller=percpu: its CPU) */
+    uint8_t away;                /* waits in a row on another CPU than home, or packets there (percpu) */
+    uint8_t sample;              /* waits since the packets' CPU was last read (percpu, TCP) */
     _Atomic uint32_t hup;        /* a hang-up, error or urgent data was reported: never trust "drained" */
     /* Set by classify or usched__pd_fresh under the lock, read without it by
      * the calls that follow (ordered by the release store of kind): */
@@ -95,10 +121,20 @@ int usched__pd_set_nonblock(struct usched__pd *pd, int fd);
  * syscall): 0 (retry), -ETIMEDOUT (deadline, CLOCK_MONOTONIC ns), -EBADF
  * (usched_close). */
 int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint64_t deadline);
+/* Adds fd to set `set` of io (EPOLL_CTL_ADD, or MOD when it is there):
+ * 0 or -errno (errno kept). */
+int usched__io_add(struct usched__io *io, int set, int fd, uint32_t seq);
 void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events);
 int usched__pd_close(struct usched__pd *pd, int fd);
 
 /* poller.c */
+/* The set an fd is first registered in under io_poller=percpu: the CPU
+ * the socket's packets arrive on (SO_INCOMING_CPU of a TCP socket, when
+ * the workers are pinned and one runs there), else `cpu`. */
+int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, int cpu);
+/* The worker that runs on the CPU a TCP socket's packets last arrived on,
+ * -1 when not known. */
+int usched__io_packet_cpu(struct usched__io *io, int fd);
 /* The poller of s, created on first use: 0, or -ENOMEM/-EMFILE/-ENFILE
  * when it cannot be created (the cause in usched_last_error). */
 int usched__io_get(usched_t *s, struct usched__io **out);

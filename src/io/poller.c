@@ -69,6 +69,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,9 +129,30 @@ static void io_free(usched_t *s, struct usched__io *io)
     if (io->cpu)
         for (int c = 0; c < s->ncpus; c++) free(io->cpu[c].ev);
     free(io->cpu);
-    if (io->epfd >= 0) close(io->epfd);
-    if (io->evfd >= 0) close(io->evfd);
+    if (io->set)
+        for (int i = 0; i < io->nsets; i++) {
+            if (io->set[i].epfd >= 0) close(io->set[i].epfd);
+            if (io->set[i].evfd >= 0) close(io->set[i].evfd);
+        }
+    free(io->set);
     free(io);
+}
+
+/* An epoll set with its eventfd: 0 or a negative errno. */
+static int set_create(struct usched__ioset *st)
+{
+    st->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (st->epfd < 0)
+        return usched__error(errno, "io: cannot create the poller: epoll_create1: %s", strerror(errno));
+    st->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (st->evfd < 0)
+        return usched__error(errno, "io: cannot create the poller: eventfd: %s", strerror(errno));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_WAKE};
+    if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->evfd, &ev) < 0)
+        return usched__error(errno, "io: cannot create the poller: epoll_ctl: %s", strerror(errno));
+    atomic_store(&st->poller, -1);
+    atomic_store(&st->last_poll_ns, usched__now_ns());
+    return 0;
 }
 
 /* 0 or a negative errno: -ENOMEM, or -EMFILE/-ENFILE for want of fds. */
@@ -139,7 +161,15 @@ static int io_create(usched_t *s, struct usched__io **out)
     struct usched__io *io = usched__calloc(1, sizeof *io);
     if (!io) return usched__error(ENOMEM, "io: no memory for the poller");
     int rc = 0;
-    io->epfd = io->evfd = -1;
+    io->percpu = usched__knob_get(&s->knobs, USCHED_KNOB_io_poller) == USCHED__IO_POLLER_PERCPU;
+    io->nsets = io->percpu ? s->ncpus : 1;
+    io->set = usched__aligned_alloc(64, sizeof(struct usched__ioset) * (size_t)io->nsets);
+    if (!io->set) {
+        rc = usched__error(ENOMEM, "io: no memory for the poller's %d epoll sets", io->nsets);
+        goto fail;
+    }
+    memset(io->set, 0, sizeof(struct usched__ioset) * (size_t)io->nsets);
+    for (int i = 0; i < io->nsets; i++) io->set[i].epfd = io->set[i].evfd = -1;
     io->cpu = usched__aligned_alloc(64, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
     if (!io->cpu) {
         rc = usched__error(ENOMEM, "io: no memory for the poller's %d CPUs", s->ncpus);
@@ -153,25 +183,10 @@ static int io_create(usched_t *s, struct usched__io **out)
             goto fail;
         }
     }
-    io->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (io->epfd < 0) {
-        rc = usched__error(errno, "io: cannot create the poller: epoll_create1: %s", strerror(errno));
-        goto fail;
-    }
-    io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (io->evfd < 0) {
-        rc = usched__error(errno, "io: cannot create the poller: eventfd: %s", strerror(errno));
-        goto fail;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_WAKE};
-    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0) {
-        rc = usched__error(errno, "io: cannot create the poller: epoll_ctl: %s", strerror(errno));
-        goto fail;
-    }
+    for (int i = 0; i < io->nsets; i++)
+        if ((rc = set_create(&io->set[i])) < 0) goto fail;
     io->s = s;
     io->id = atomic_fetch_add(&next_io_id, 1);
-    atomic_store(&io->poller, -1);
-    atomic_store(&io->last_poll_ns, usched__now_ns());
     *out = io;
     return 0;
 fail:
@@ -231,28 +246,29 @@ static void poll_failed(struct usched__io *io, int err, uint64_t timeout_ns)
     nanosleep(&ts, NULL);
 }
 
-/* One epoll call; timeout_ns 0 polls, UINT64_MAX blocks. Returns the number
- * of events (0 on EINTR or error). */
-static int io_wait(struct usched__io *io, struct epoll_event *ev, int max, uint64_t timeout_ns)
+/* One epoll call on set st; timeout_ns 0 polls, UINT64_MAX blocks.
+ * Returns the number of events (0 on EINTR or error). */
+static int io_wait(struct usched__io *io, struct usched__ioset *st, struct epoll_event *ev, int max,
+                   uint64_t timeout_ns)
 {
     int n;
     if (timeout_ns == 0) {
-        n = epoll_wait(io->epfd, ev, max, 0);
+        n = epoll_wait(st->epfd, ev, max, 0);
     } else if (!atomic_load_explicit(&pwait2_missing, memory_order_relaxed)) {
         struct timespec ts = usched__ns_timespec(timeout_ns);
-        n = epoll_pwait2(io->epfd, ev, max, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
+        n = epoll_pwait2(st->epfd, ev, max, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
         if (n < 0 && errno == ENOSYS) {
             atomic_store(&pwait2_missing, 1); /* kernels before 5.11 */
-            return io_wait(io, ev, max, timeout_ns);
+            return io_wait(io, st, ev, max, timeout_ns);
         }
     } else {
         /* Milliseconds, rounded up so that a timer is never polled early. */
         int ms = timeout_ns == UINT64_MAX ? -1
                  : timeout_ns >= (uint64_t)INT32_MAX * 1000000ull ? INT32_MAX
                  : (int)((timeout_ns + 999999) / 1000000);
-        n = epoll_wait(io->epfd, ev, max, ms);
+        n = epoll_wait(st->epfd, ev, max, ms);
     }
-    atomic_store_explicit(&io->last_poll_ns, usched__now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&st->last_poll_ns, usched__now_ns(), memory_order_relaxed);
     if (n < 0 && errno != EINTR) poll_failed(io, errno, timeout_ns);
     return n < 0 ? 0 : n;
 }
@@ -271,20 +287,22 @@ static void dispatch(struct usched__io *io, struct epoll_event *ev, int n)
     }
 }
 
-/* A non-blocking poll, unless another CPU polls, or (busy) holds the role. */
-static void poll_nb(struct usched__io *io, struct usched__wk *w, int max, bool idle)
+/* A non-blocking poll of set st, unless another CPU polls it, or (busy)
+ * someone holds its role. The number of events taken. */
+static int poll_nb(struct usched__io *io, struct usched__ioset *st, struct usched__wk *w, int max, bool idle)
 {
-    if (!atomic_load_explicit(&io->nwaiters, memory_order_relaxed)) return;
-    if (!idle && atomic_load_explicit(&io->poller, memory_order_relaxed) >= 0) return;
-    if (atomic_load_explicit(&io->polling, memory_order_relaxed) ||
-        atomic_exchange_explicit(&io->polling, 1, memory_order_acquire))
-        return;
+    if (!atomic_load_explicit(&st->nwaiters, memory_order_relaxed)) return 0;
+    if (!idle && atomic_load_explicit(&st->poller, memory_order_relaxed) >= 0) return 0;
+    if (atomic_load_explicit(&st->polling, memory_order_relaxed) ||
+        atomic_exchange_explicit(&st->polling, 1, memory_order_acquire))
+        return 0;
     struct epoll_event ev[IO_EVENTS_BUSY];
     if (max > IO_EVENTS_BUSY) max = IO_EVENTS_BUSY;
-    int n = io_wait(io, ev, max, 0);
-    atomic_store_explicit(&io->polling, 0, memory_order_release);
+    int n = io_wait(io, st, ev, max, 0);
+    atomic_store_explicit(&st->polling, 0, memory_order_release);
     usched__stat_inc(w, io->s, USCHED_STAT_io_polls);
     dispatch(io, ev, n);
+    return n;
 }
 
 static void io_tick(struct usched__wk *w)
@@ -293,6 +311,7 @@ static void io_tick(struct usched__wk *w)
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io) return;
     struct usched__io_cpu *c = &io->cpu[w->cpu];
+    struct usched__ioset *st = usched__io_set_of(io, w->cpu);
     uint32_t tick = (uint32_t)usched__knob_get(&s->knobs, USCHED_KNOB_io_tick);
     if (++c->picks < tick || tick == 0) {
         /* The time bound, checked every 16 picks (a coarse clock read). */
@@ -302,17 +321,45 @@ static void io_tick(struct usched__wk *w)
         clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
         uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         /* The coarse clock lags by up to a tick (4 ms): compare generously. */
-        if (now + 4000000 < atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) + bound)
+        if (now + 4000000 < atomic_load_explicit(&st->last_poll_ns, memory_order_relaxed) + bound)
             return;
     }
     c->picks = 0;
-    poll_nb(io, w, IO_EVENTS_BUSY, false);
+    poll_nb(io, st, w, IO_EVENTS_BUSY, false);
 }
+
+/* io_poller=percpu: how long another CPU's set may go unpolled by its owner
+ * (busy running fibers) before an idle CPU takes its readiness. A busy
+ * owner polls between fibers (io_tick); taking its events at once would
+ * pull its connections off the CPU their packets arrive on. Not tuned. */
+#define IO_STEAL_AFTER_NS 100000ull
 
 static void io_poll_idle(struct usched__wk *w)
 {
-    struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
-    if (io) poll_nb(io, w, IO_EVENTS_BUSY, true);
+    usched_t *s = w->s;
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io) return;
+    if (poll_nb(io, usched__io_set_of(io, w->cpu), w, IO_EVENTS_BUSY, true) || !io->percpu) return;
+    /* Idle and its own set had nothing: readiness waiting behind a busy
+     * CPU, nearest first (as stealing goes). Not in a set whose owner is
+     * blocked in it: the kernel wakes that one. */
+    const int *order = usched__topo_order(s->topo, w->cpu);
+    uint64_t now = 0;
+    for (int i = 0; i < s->ncpus; i++) {
+        int c = order[i];
+        if (c == w->cpu) continue;
+        struct usched__ioset *st = &io->set[c];
+        if (!atomic_load_explicit(&st->nwaiters, memory_order_relaxed) ||
+            atomic_load_explicit(&s->wk[c]->state, memory_order_relaxed) == WK_PARKED_POLL)
+            continue;
+        if (!now) now = usched__now_ns();
+        if (now < atomic_load_explicit(&st->last_poll_ns, memory_order_relaxed) + IO_STEAL_AFTER_NS) continue;
+        int n = poll_nb(io, st, w, IO_EVENTS_BUSY, true);
+        if (n > 0) {
+            usched__stat_inc(w, s, USCHED_STAT_io_poll_stolen);
+            return;
+        }
+    }
 }
 
 /* P1': the poller role, only while fibers wait on fds. Deferred while
@@ -333,19 +380,25 @@ static void io_poll_idle(struct usched__wk *w)
  * awake CPUs get more than they run, their wake-ups kick this CPU, which
  * ends the series; when they stop polling (a fiber that computes), the next
  * look finds no poll since and takes the role: readiness then waits at most
- * one deferral, IO_DEFER_MAX_NS. */
+ * one deferral, IO_DEFER_MAX_NS.
+ *
+ * io_poller=percpu: a CPU whose own set has waiters always takes its own
+ * set's role (nobody else may): the kernel then wakes this CPU, where the
+ * packets of its connections arrive, and no other. */
 static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *defer_until)
 {
     *defer_until = UINT64_MAX;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    if (!io || !atomic_load_explicit(&io->nwaiters, memory_order_seq_cst)) return USCHED__PARK_FUTEX;
+    if (!io) return USCHED__PARK_FUTEX;
+    struct usched__ioset *st = usched__io_set_of(io, w->cpu);
+    if (!atomic_load_explicit(&st->nwaiters, memory_order_seq_cst)) return USCHED__PARK_FUTEX;
     struct usched__io_cpu *c = &io->cpu[w->cpu];
     int why = USCHED__PARK_DEFERRED;
-    if (atomic_load_explicit(&io->poller, memory_order_relaxed) < 0) {
+    if (!io->percpu && atomic_load_explicit(&st->poller, memory_order_relaxed) < 0) {
         uint64_t len = 0;
         if (renew && c->defer_ns &&
             (uint32_t)s->ncpus > atomic_load_explicit(&s->nparked, memory_order_seq_cst) &&
-            atomic_load_explicit(&io->last_poll_ns, memory_order_relaxed) > c->defer_start) {
+            atomic_load_explicit(&st->last_poll_ns, memory_order_relaxed) > c->defer_start) {
             len = 2 * c->defer_ns;
             if (len > IO_DEFER_MAX_NS) len = IO_DEFER_MAX_NS;
             why = USCHED__PARK_RENEWED;
@@ -363,39 +416,50 @@ static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *def
     }
     c->defer_ns = 0;
     int32_t none = -1;
-    return atomic_compare_exchange_strong(&io->poller, &none, w->cpu) ? USCHED__PARK_CLAIMED : USCHED__PARK_FUTEX;
+    return atomic_compare_exchange_strong(&st->poller, &none, w->cpu) ? USCHED__PARK_CLAIMED : USCHED__PARK_FUTEX;
 }
 
 static void io_unclaim(usched_t *s, struct usched__wk *w)
 {
-    (void)w;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    atomic_store_explicit(&io->poller, -1, memory_order_release);
+    atomic_store_explicit(&usched__io_set_of(io, w->cpu)->poller, -1, memory_order_release);
 }
 
-/* P4': blocks in epoll until deadline_ns (UINT64_MAX: no timer), releases
+/* P3'' (io_poller=percpu): w parks on its futex, having seen no waiter in
+ * its own set at P1'. A fiber on another CPU that waits on an fd of w's set
+ * adds itself to the set's count (seq_cst) and then kicks w if it sees it
+ * PARKED (fd.c); w, after its seq_cst store of PARKED, looks at the count
+ * again here: one of the two sees the other, and w then blocks in its set. */
+static bool io_pending(usched_t *s, struct usched__wk *w)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    return io && io->percpu && atomic_load_explicit(&io->set[w->cpu].nwaiters, memory_order_seq_cst);
+}
+
+/* P4': blocks in its set until deadline_ns (UINT64_MAX: no timer), releases
  * the role and buffers the events; io_dispatch runs them once the core has
  * left PARKED_POLL. */
 static void io_park(struct usched__wk *w, uint64_t deadline_ns)
 {
     struct usched__io *io = atomic_load_explicit(&w->s->io, memory_order_acquire);
     struct usched__io_cpu *c = &io->cpu[w->cpu];
+    struct usched__ioset *st = usched__io_set_of(io, w->cpu);
     uint64_t timeout = UINT64_MAX;
     if (deadline_ns != UINT64_MAX) {
         uint64_t now = usched__now_ns();
         timeout = deadline_ns > now ? deadline_ns - now : 0;
     }
-    c->nev = timeout ? io_wait(io, c->ev, IO_EVENTS, timeout) : 0;
+    c->nev = timeout ? io_wait(io, st, c->ev, IO_EVENTS, timeout) : 0;
     /* B3, while still holding the role: a CPU that takes the role after us
      * must never find wake_sig set with evfd's count already consumed. */
     for (int i = 0; i < c->nev; i++) {
         if (c->ev[i].data.u64 != EV_WAKE) continue;
         uint64_t v;
-        ssize_t r = read(io->evfd, &v, sizeof v);
+        ssize_t r = read(st->evfd, &v, sizeof v);
         (void)r;
-        atomic_store_explicit(&io->wake_sig, 0, memory_order_release);
+        atomic_store_explicit(&st->wake_sig, 0, memory_order_release);
     }
-    atomic_store_explicit(&io->poller, -1, memory_order_release);
+    atomic_store_explicit(&st->poller, -1, memory_order_release);
 }
 
 static void io_dispatch(struct usched__wk *w)
@@ -407,20 +471,64 @@ static void io_dispatch(struct usched__wk *w)
     dispatch(io, c->ev, n);
 }
 
-/* W3': B1, B2. One epoll set for all CPUs: w (NULL at shutdown) is the
- * role holder, or no one; either way the eventfd breaks the blocked poll.
- * True when this call wrote it (io_breaks, counted by the core). */
-static bool io_break(usched_t *s, struct usched__wk *w)
+/* B1, B2 on one set: true when this call wrote its eventfd. */
+static bool set_break(struct usched__ioset *st)
 {
-    (void)w;
-    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
-    if (!io) return false;
     uint32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&io->wake_sig, &zero, 1)) return false;
+    if (!atomic_compare_exchange_strong(&st->wake_sig, &zero, 1)) return false;
     uint64_t one = 1;
-    ssize_t r = write(io->evfd, &one, sizeof one);
+    ssize_t r = write(st->evfd, &one, sizeof one);
     (void)r;
     return true;
+}
+
+/* W3': B1, B2. w (NULL at shutdown: every set) is the role holder of its
+ * set, or no one; either way the eventfd breaks the blocked poll. True
+ * when this call wrote one (io_breaks, counted by the core). */
+static bool io_break(usched_t *s, struct usched__wk *w)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io) return false;
+    if (w) return set_break(usched__io_set_of(io, w->cpu));
+    bool any = false;
+    for (int i = 0; i < io->nsets; i++) any |= set_break(&io->set[i]);
+    return any;
+}
+
+/* ---- homes (io_poller=percpu) ---------------------------------------------- */
+
+int usched__io_add(struct usched__io *io, int set, int fd, uint32_t seq)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
+                             .data.u64 = ((uint64_t)seq << 32) | (uint32_t)fd};
+    int epfd = io->set[set].epfd;
+    int rc = epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && errno == EEXIST) rc = epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+    return rc < 0 ? -errno : 0;
+}
+
+int usched__io_packet_cpu(struct usched__io *io, int fd)
+{
+    usched_t *s = io->s;
+    if (!s->pinned) return -1; /* a worker's CPU number says nothing then */
+    int os = -1;
+    socklen_t len = sizeof os;
+    if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &os, &len) < 0 || os < 0) return -1;
+    if (s->emu_os) { /* emulated: the first worker on that real CPU */
+        for (int c = 0; c < s->ncpus; c++)
+            if (s->emu_os[c] == os) return c;
+        return -1;
+    }
+    return usched__topo_cpu_of_os(s->topo, os);
+}
+
+int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, int cpu)
+{
+    if (!io->percpu) return 0;
+    int c = tcp ? usched__io_packet_cpu(io, fd) : -1;
+    struct usched__wk *w = usched__self_wk();
+    if (c >= 0 && c != cpu && w) usched__stat_inc(w, io->s, USCHED_STAT_io_home_packet);
+    return c >= 0 ? c : cpu;
 }
 
 /* The "epoll shared" park backend (core/park.h): one epoll set per
@@ -437,6 +545,7 @@ static const struct usched__park_backend epoll_shared = {
     .wait = io_park,
     .dispatch = io_dispatch,
     .wake = io_break,
+    .pending = io_pending,
 };
 
 void usched__io_register(void)

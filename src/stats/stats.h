@@ -70,6 +70,14 @@
     X(io_events, "fd readiness events dispatched")                                \
     X(io_stale, "readiness events dropped: the fd was closed since (sequence tag)") \
     X(io_poll_errors, "epoll_wait calls that failed (a broken epoll set: readiness is seen late)") \
+    X(io_wake_home_cpu, "io_poller=percpu: I/O wake-ups placed on the descriptor's home CPU (where its packets arrive)") \
+    X(io_wake_home_core, "io_poller=percpu: I/O wake-ups placed on another CPU of the home CPU's core") \
+    X(io_wake_home_llc, "io_poller=percpu: I/O wake-ups placed elsewhere in the home CPU's LLC") \
+    X(io_wake_home_far, "io_poller=percpu: I/O wake-ups placed outside the home CPU's LLC") \
+    X(io_home_packet, "io_poller=percpu: descriptors homed on the CPU their packets arrive on, not the registering fiber's") \
+    X(io_rehomes, "io_poller=percpu: descriptors moved to another CPU's set (their fiber or packets stayed elsewhere)") \
+    X(io_home_kicks, "io_poller=percpu: CPUs woken from their futex to block in their set for a fiber waiting elsewhere") \
+    X(io_poll_stolen, "io_poller=percpu: polls of another CPU's set, busy and unpolled, that took readiness") \
     X(offloads, "calls run on the offload pool")                                 \
     X(stalls, "stalls: a worker ran one fiber longer than stall_us without a scheduling point") \
     X(stall_timers, "timers of stalled CPUs fired by the monitor")               \

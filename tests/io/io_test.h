@@ -117,6 +117,15 @@ static inline void io_watchdog_stop(struct io_watchdog *w)
     pthread_join(w->th, NULL);
 }
 
+/* io_poller=percpu (USCHED_KNOBS in the environment, as the io_percpu_
+ * tests set it): an epoll set per CPU. */
+static inline bool io_percpu(usched_t *s)
+{
+    int64_t v = 0;
+    ASSERT_OK(usched_knob_get(s, "io_poller", &v));
+    return v == 1;
+}
+
 static inline uint64_t io_stat(usched_t *s, const char *name)
 {
     uint64_t v = 0;

@@ -258,8 +258,8 @@ int main(void)
     }
     ASSERT_EQ(io_stat(s, "offloads"), 8);
 
-    /* Idle threads exit. */
-    ASSERT_GT(usched__offload_threads(), 0);
+    /* Idle threads exit (maxflight showed they were there; under load they
+     * may have gone before this line). */
     for (int i = 0; i < 500 && usched__offload_threads() > 0; i++) usleep(10000);
     ASSERT_EQ(usched__offload_threads(), 0);
 
