@@ -35,7 +35,8 @@
  * the whole FP/SIMD state (XSAVE on x86-64, FPSIMD and SVE on aarch64) and
  * the signal mask, and the kernel built it below the x86-64 red zone. When
  * the fiber is resumed, on any worker, the handler returns and rt_sigreturn
- * restores all of it on that thread. SA_NODEFER keeps the signal unblocked
+ * restores all of it on that thread - all but the alternate signal stack
+ * and the signal mask, which stay that thread's (frame_to_this_thread). SA_NODEFER keeps the signal unblocked
  * while the fiber is away, so the worker's other fibers stay preemptible.
  */
 #include <dlfcn.h>
@@ -105,6 +106,23 @@ __attribute__((noinline)) static void set_errno(int e)
     errno = e;
 }
 
+/* The fiber resumed on another worker's thread: the frame's alternate
+ * signal stack and signal mask are the first thread's, and rt_sigreturn
+ * would install them on this one. The alternate stack especially: two
+ * workers would then share the one of the first (the stack overflow
+ * handler's, stack.c), which that worker frees when it stops. They become
+ * this thread's own, as after any switch. Raw system calls: no interceptor
+ * of a sanitizer runs here. */
+static void frame_to_this_thread(void *uc)
+{
+    ucontext_t *u = uc;
+    stack_t ss;
+    uint64_t mask;
+    if (syscall(SYS_sigaltstack, NULL, &ss) == 0) u->uc_stack = ss;
+    if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, NULL, &mask, sizeof mask) == 0)
+        memcpy(&u->uc_sigmask, &mask, sizeof mask); /* the kernel's mask is the first 64 bits */
+}
+
 static void on_preempt(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -142,6 +160,7 @@ static void on_preempt(int sig, siginfo_t *si, void *uc)
     int e = errno;
     usched__preempt_leave(w);
     /* Resumed, perhaps on another worker: w is stale from here on. */
+    if (usched__self_wk() != w) frame_to_this_thread(uc);
     set_errno(e);
 }
 

@@ -25,6 +25,9 @@
  *            requests runs (a preemption each), and the longest run the
  *            monitor saw (run_max_us) is at least the slice: no preemption
  *            came before it (counters, not times);
+ *   migrate  three loops on two workers under the global policy, each
+ *            preempted and resumed on the other worker many times: each
+ *            worker keeps its own alternate signal stack;
  *   api      usched_preempt_off/on outside a fiber: -EPERM; on at depth 0:
  *            -EINVAL; nesting returns the depth; preempt_sig naming a
  *            signal the program handles: usched_start fails -EBUSY naming
@@ -470,6 +473,95 @@ static void case_slices(void)
     }
 }
 
+/* ---- a preempted fiber resumed on another worker ---- */
+
+#define TWO_CPUS "pack:1 l3:1 l2:1 core:2 pu:1"
+#define MIGRATIONS 16
+
+static _Atomic int migrations;
+static void *alt_sp[2][2]; /* [before, after][cpu]: the worker's alternate signal stack */
+static uintptr_t alt_tp[2][2];
+
+/* The thread pointer, read without a call (a compiler may not keep it in
+ * a register across the asm). */
+static inline uintptr_t thread_ptr(void)
+{
+    uintptr_t tp;
+#if defined(__x86_64__)
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+#else
+    __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+    return tp;
+}
+
+static void note_alt(void *arg)
+{
+    intptr_t i = (intptr_t)arg; /* phase * 2 + cpu */
+    stack_t ss;
+    ASSERT_OK(sigaltstack(NULL, &ss));
+    alt_sp[i / 2][i % 2] = ss.ss_sp;
+    alt_tp[i / 2][i % 2] = thread_ptr();
+}
+
+/* Spins without calls; only a preemption resumed elsewhere changes the
+ * thread it runs on. Counts those until MIGRATIONS (or the cap). */
+static void migrating_loop(void *arg)
+{
+    (void)arg;
+    double t0 = test_now();
+    unsigned long turn = 0;
+    uintptr_t tp = thread_ptr();
+    while (atomic_load_explicit(&migrations, memory_order_relaxed) < MIGRATIONS && !over_cap(++turn, t0)) {
+        uintptr_t now = thread_ptr();
+        if (now != tp) {
+            tp = now;
+            atomic_fetch_add_explicit(&migrations, 1, memory_order_relaxed);
+        }
+    }
+}
+
+static void note_alts(int phase)
+{
+    usched_task_t *t[2];
+    for (int c = 0; c < 2; c++) ASSERT_OK(usched_spawn_on(sched, &t[c], c, note_alt, (void *)(intptr_t)(phase * 2 + c)));
+    for (int c = 0; c < 2; c++) ASSERT_OK(usched_join(t[c]));
+}
+
+/* The global policy queues a preempted fiber on the shared queue, so
+ * either worker resumes it: three loops on two workers migrate. Each
+ * worker keeps its own alternate signal stack throughout (the signal frame
+ * of a fiber preempted on one worker held that worker's, and its return on
+ * the other installed it there). */
+static void case_migrate(void)
+{
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    ASSERT_OK(usched_create(&sched));
+    ASSERT_OK(usched_set(sched, "topology", TWO_CPUS));
+    ASSERT_OK(usched_set(sched, "policy", "global"));
+    ASSERT_OK(usched_set(sched, "knobs", knobs));
+    ASSERT_OK(usched_start(sched));
+    atomic_store(&migrations, 0);
+    atomic_store(&gave_up, 0);
+    note_alts(0);
+    usched_task_t *t[3];
+    for (int i = 0; i < 3; i++) ASSERT_OK(usched_spawn(sched, &t[i], migrating_loop, NULL));
+    for (int i = 0; i < 3; i++) ASSERT_OK(usched_join(t[i]));
+    note_alts(1);
+    print_counters("migrate");
+    printf("migrate: %d migrations of preempted loops; alternate stacks %p %p before, %p %p after\n",
+           atomic_load(&migrations), alt_sp[0][0], alt_sp[0][1], alt_sp[1][0], alt_sp[1][1]);
+    ASSERT_EQ(atomic_load(&gave_up), 0);
+    ASSERT_GE(atomic_load(&migrations), MIGRATIONS);
+    for (int c = 0; c < 2; c++) {
+        ASSERT(alt_tp[0][c] == alt_tp[1][c]); /* the same worker thread */
+        ASSERT(alt_sp[0][c] == alt_sp[1][c]);
+    }
+    ASSERT(alt_sp[1][0] != alt_sp[1][1]);
+    ASSERT_OK(usched_destroy(sched));
+}
+
 /* ---- api and bad input ---- */
 
 static void on_usr2(int sig)
@@ -536,6 +628,7 @@ int main(int argc, char **argv)
     case_libc(1);
     case_fp();
     case_slices();
+    case_migrate();
     printf("core_preempt: ok\n");
     return 0;
 }
