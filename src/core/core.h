@@ -412,6 +412,14 @@ int usched__wk_pin(struct usched *s, struct usched__wk *w, const cpu_set_t *set)
  * and those of its LLC that run no worker of s or an uncontended one. Their
  * number (1: its own CPU only), the OS CPUs in *set. */
 int usched__wk_widen_set(struct usched *s, const struct usched__wk *w, cpu_set_t *set);
+/* The worker of s that runs on the machine's CPU `os` (an OS index, as
+ * SO_INCOMING_CPU or sched_getcpu give), -1 when none does or the workers
+ * are not pinned (a worker's number then says nothing of where it runs).
+ * Emulated: the first worker on that real CPU (pin.c). */
+int usched__worker_of_os(struct usched *s, int os);
+/* The CPUs of s nearest first from cpu (itself first): siblings, L2, LLC,
+ * package, node, machine, the order stealing goes (pin.c). */
+const int *usched__cpus_near(struct usched *s, int cpu);
 /* Tracing and wake-up latency (trace.c). */
 int usched__trace_open(struct usched *s);
 void usched__trace_close(struct usched *s);

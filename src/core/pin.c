@@ -41,3 +41,19 @@ int usched__wk_pin(usched_t *s, struct usched__wk *w, const cpu_set_t *set)
     }
     return -pthread_setaffinity_np(w->thread, sizeof *set, set);
 }
+
+int usched__worker_of_os(usched_t *s, int os)
+{
+    if (!s->pinned || os < 0) return -1;
+    if (s->emu_os) {
+        for (int c = 0; c < s->ncpus; c++)
+            if (s->emu_os[c] == os) return c;
+        return -1;
+    }
+    return usched__topo_cpu_of_os(s->topo, os);
+}
+
+const int *usched__cpus_near(usched_t *s, int cpu)
+{
+    return usched__topo_order(s->topo, cpu);
+}

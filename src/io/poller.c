@@ -343,7 +343,7 @@ static void io_poll_idle(struct usched__wk *w)
     /* Idle and its own set had nothing: readiness waiting behind a busy
      * CPU, nearest first (as stealing goes). Not in a set whose owner is
      * blocked in it: the kernel wakes that one. */
-    const int *order = usched__topo_order(s->topo, w->cpu);
+    const int *order = usched__cpus_near(s, w->cpu);
     uint64_t now = 0;
     for (int i = 0; i < s->ncpus; i++) {
         int c = order[i];
@@ -509,17 +509,10 @@ int usched__io_add(struct usched__io *io, int set, int fd, uint32_t seq)
 
 int usched__io_packet_cpu(struct usched__io *io, int fd)
 {
-    usched_t *s = io->s;
-    if (!s->pinned) return -1; /* a worker's CPU number says nothing then */
     int os = -1;
     socklen_t len = sizeof os;
-    if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &os, &len) < 0 || os < 0) return -1;
-    if (s->emu_os) { /* emulated: the first worker on that real CPU */
-        for (int c = 0; c < s->ncpus; c++)
-            if (s->emu_os[c] == os) return c;
-        return -1;
-    }
-    return usched__topo_cpu_of_os(s->topo, os);
+    if (!io->s->pinned || getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &os, &len) < 0) return -1;
+    return usched__worker_of_os(io->s, os);
 }
 
 int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, int cpu)
