@@ -1,6 +1,7 @@
 /*
- * The poller: one epoll instance per scheduler, driven by the workers
- * themselves (no poller thread), as Go's netpoller is driven by its Ms.
+ * The poller: one epoll instance per scheduler (io_poller=shared) or one
+ * per CPU (percpu, below), driven by the workers themselves (no poller
+ * thread), as Go's netpoller is driven by its Ms.
  *
  * Every fd a fiber waits on is registered once, edge-triggered for input,
  * output and hang-up, with (sequence, fd) in epoll_data (fd.c). The eventfd
@@ -60,6 +61,20 @@
  * policy (usched__wake with USCHED_SEL_IO), with their previous CPU, like
  * any other wake-up; the counters io_wake_same_cpu / same_llc / elsewhere
  * say where they went.
+ *
+ * io_poller=percpu: everything above per set (struct usched__ioset), one
+ * set per CPU. An fd is in the set of its home CPU: for a TCP socket the
+ * CPU its packets arrive on (SO_INCOMING_CPU, pinned workers only), else
+ * its fiber's; it moves with hysteresis (fd.c, home_follow). Each CPU polls
+ * and blocks in its own set only, with no deferral (io_claim); an idle CPU
+ * whose set is empty takes readiness from a set its busy owner left
+ * unpolled IO_STEAL_AFTER_NS (io_poll_idle). One more step of the park
+ * protocol, since a CPU may park on its futex while a fiber elsewhere adds
+ * a waiter to its set:
+ *   P3''. after its seq_cst store of PARKED the CPU reads its set's waiter
+ *         count (io_pending) and, finding one, goes back to P1'; the fiber
+ *         that waits increments that count (seq_cst, fd.c) and then kicks
+ *         the home if it sees it PARKED. One of the two sees the other.
  */
 #include <errno.h>
 #include <pthread.h>
