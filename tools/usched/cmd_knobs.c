@@ -6,6 +6,7 @@
  * Exit status: 0 listed; 1 the knob setting is invalid (the reason on
  * stderr, naming the knob); 2 bad usage.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,19 @@ static const char knobs_usage[] =
     "  -h, --help          print this help\n";
 
 /* Validates spec on a scheduler that is never started, and prints the values. */
+/* A choice knob's value by its name: the v-th of its range "a|b|c". */
+static bool print_choice(const struct usched_knob_info *k, int64_t v)
+{
+    const char *p = k->range_text;
+    for (int64_t i = 0; i < v && p; i++) {
+        p = strchr(p, '|');
+        if (p) p++;
+    }
+    if (!p || v < 0) return false;
+    printf("%s=%.*s\n", k->name, (int)strcspn(p, "|"), p);
+    return true;
+}
+
 static int check_spec(const char *spec)
 {
     usched_t *s;
@@ -51,6 +65,8 @@ static int check_spec(const char *spec)
         };
         if (!strcmp(k.type, "level") && v >= 0 && v < USCHED_NLEVELS)
             printf("%s=%s\n", k.name, levels[v]);
+        else if (!strcmp(k.type, "choice") && print_choice(&k, v))
+            ;
         else
             printf("%s=%lld\n", k.name, (long long)v);
     }
