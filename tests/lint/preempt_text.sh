@@ -29,7 +29,10 @@ fi
 # and libusched calls it once, at start, holding no usched lock (io_start in
 # src/io/poller.c): a preemption in it takes nothing from libusched, and the
 # stub's own jump lands in the C library, which is never interrupted.
-allowed=" pthread_atfork __pthread_atfork "
+# And libgcc's initialiser of aarch64's outline atomics (a constructor that
+# asks __getauxval whether the CPU has LSE atomics) runs before main, on no
+# fiber: its PLT call is never preempted.
+allowed=" pthread_atfork __pthread_atfork __getauxval@plt "
 # Direct branches (x86-64: call, jmp, jcc; aarch64: b, bl, b.cond, cbz,
 # cbnz, tbz, tbnz) end in "TARGET <symbol>"; indirect ones (call *...,
 # blr) and address computations (lea ... # X, adrp) do not count.
