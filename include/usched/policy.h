@@ -53,6 +53,9 @@ enum usched_level {
 /* 0x10u is not used (it once meant a yield; yields are never placed). */
 #define USCHED_SEL_EXIT 0x20u    /* with SYNC: the waker is exiting (a join), its CPU frees now */
 #define USCHED_SEL_IO 0x40u      /* with WAKE: the fiber's file descriptor became ready */
+#define USCHED_SEL_IO_HOME 0x80u /* with IO: the waker is the descriptor's home CPU, where its
+                                    packets arrive - on loopback where its peer runs
+                                    (io_poller=percpu; docs/io.md) */
 
 /* Why a CPU was chosen: one placement counter each ("place_<name>"). */
 #define USCHED_REASON_MAP(X)                                                    \
@@ -211,8 +214,8 @@ struct usched_ops {
      * about once on stderr; an unknown reason is counted as `fallback`, an
      * unknown slot as TAIL. With slot SHARED the fiber goes to the shared
      * run queue, and out->cpu only says which CPU to kick if it is parked.
-     * args->flags may carry hints (USCHED_SEL_IO) that a policy is free to
-     * ignore. NULL: the core's fallback for every decision (spawns from
+     * args->flags may carry hints (USCHED_SEL_IO, USCHED_SEL_IO_HOME) that
+     * a policy is free to ignore. NULL: the core's fallback for every decision (spawns from
      * outside threads then go to the shared run queue, any parked CPU
      * woken). */
     void (*select_cpu)(usched_pol_ctx_t *ctx, const struct usched_select_args *args,

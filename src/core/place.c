@@ -316,6 +316,9 @@ void usched__wake(usched_task_t *t, unsigned flags)
     struct usched__wk *self = usched__self_wk(); /* decided here if it is a worker of t's scheduler */
     if (self && self->s != s) self = NULL;
     flags = USCHED_SEL_WAKE | (flags & (USCHED_SEL_SYNC | USCHED_SEL_EXIT | USCHED_SEL_IO));
+    /* io_poller=percpu: this CPU polled the descriptor's home set, so it is
+     * where the descriptor's packets arrive (its peer, on loopback) */
+    if ((flags & USCHED_SEL_IO) && self && self->io_home == self->cpu) flags |= USCHED_SEL_IO_HOME;
     bool beside = false;
     if ((flags & ~USCHED_SEL_SYNC) == USCHED_SEL_WAKE && self && self->cur &&
         reuse_ok(s, self, self->cur, t, flags & USCHED_SEL_SYNC, &beside)) {

@@ -104,12 +104,17 @@ static bool linux_wake_wide(usched_pol_ctx_t *ctx, const struct linux_pstate *w,
     return !(s < f || m < s * f);
 }
 
-/* wake_affine: the idle test, then the weight test. Returns this or prev. */
-static int linux_wake_affine(usched_pol_ctx_t *ctx, int this, int prev, bool sync)
+/* wake_affine: the idle test, then the weight test. Returns this or prev.
+ * peer: the waker is a process on this CPU that the core does not count,
+ * the peer of a socket whose packets arrive here (USCHED_SEL_IO_HOME): the
+ * kernel wakes a socket's reader with a sync wake-up from the writer's CPU
+ * (sock_def_readable), where the writer runs - not idle, and one more
+ * task on its run queue. */
+static int linux_wake_affine(usched_pol_ctx_t *ctx, int this, int prev, bool sync, bool peer)
 {
-    if (usched_pol_cpu_idle(ctx, this) && linux_share_llc(ctx, this, prev))
+    if (!peer && usched_pol_cpu_idle(ctx, this) && linux_share_llc(ctx, this, prev))
         return usched_pol_cpu_idle(ctx, prev) ? prev : this;
-    unsigned this_load = usched_pol_cpu_load(ctx, this);
+    unsigned this_load = usched_pol_cpu_load(ctx, this) + (peer ? 1 : 0);
     if (sync && this_load == 1) return this;
     if (usched_pol_cpu_idle(ctx, prev)) return prev;
     /* weight test: this_eff = (load(this) [- waker] + task) * 100,
@@ -258,7 +263,8 @@ static void linux_select_cpu(usched_pol_ctx_t *ctx, const struct usched_select_a
     int target = prev >= 0 ? prev : (waker >= 0 ? waker : 0);
     if (want_affine && waker != target)
         target = prev < 0 ? waker
-                          : linux_wake_affine(ctx, waker, prev, a->flags & USCHED_SEL_SYNC);
+                          : linux_wake_affine(ctx, waker, prev, a->flags & (USCHED_SEL_SYNC | USCHED_SEL_IO_HOME),
+                                              a->flags & USCHED_SEL_IO_HOME);
     int c = linux_sis(ctx, t, prev, target, &out->reason);
     if (c < 0) {
         c = target;

@@ -225,9 +225,14 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
      * has nothing to run, so it runs the fiber itself, if it shares an LLC
      * with the fiber's previous CPU (waking prev instead would cost a
      * cross-CPU hand-off and maybe a futex wake per message). The claim
-     * makes it take only the first of a batch; the others go by prev. */
+     * makes it take only the first of a batch; the others go by prev.
+     * With io_poller=percpu, a poll of the descriptor's home set
+     * (USCHED_SEL_IO_HOME): the fiber runs there whatever its previous CPU,
+     * as the home is where its packets arrive and its peer runs, the pair
+     * the kernel's wake-affine placement keeps on one CPU. */
     bool hot_ok = waker >= 0 && !(smt && usched_beside_busy(ctx, P, waker)); /* (b) below */
-    if (io && hot_ok && (prev < 0 || usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
+    if (io && hot_ok &&
+        (prev < 0 || (a->flags & USCHED_SEL_IO_HOME) || usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, waker) && usched_pol_claim_idle(ctx, waker)) {
         out->cpu = waker;
         out->reason = USCHED_REASON_LOCAL;
