@@ -77,7 +77,7 @@ enum { USCHED__IO_POLLER_SHARED = 0, USCHED__IO_POLLER_PERCPU = 1 };
       "picks between I/O polls on a busy CPU (Tokio's 61; 0 = the time bound only)") \
     X(io_poll_us, KNOB_INT, 10000, 100, 10000000, 1, "all",                       \
       "microseconds without an I/O poll after which a busy CPU polls (Go's sysmon: 10 ms)") \
-    X(io_poller, KNOB_CHOICE, 0, 0, 1, 0, "all",                                 \
+    X(io_poller, KNOB_CHOICE, 1, 0, 1, 0, "all",                                 \
       "where parked CPUs wait for I/O: shared (one epoll set, one CPU blocked in it) or percpu (a set per CPU; a descriptor in the set of the CPU its packets arrive on; docs/io.md)") \
     X(offload_max, KNOB_INT, 64, 1, 4096, 1, "all",                               \
       "threads the offload pool may grow to (blocking calls, regular files)")     \

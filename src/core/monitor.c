@@ -266,8 +266,13 @@ static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, ui
                               atomic_load_explicit(&w->current, memory_order_relaxed)));
     /* A parked CPU looks at the global queue, steals, and polls I/O (then
      * parks in the poller if fibers wait on fds). Not for a stall that left
-     * nothing behind: a woken CPU would only disturb the idle ones. */
-    if (moved || queued || (first && atomic_load_explicit(&s->io, memory_order_acquire))) {
+     * nothing behind: a woken CPU would only disturb the idle ones. With a
+     * set per CPU (io_poller=percpu) a descriptor homed on c is seen only
+     * by c or by an idle CPU that takes its readiness (poller.c): while
+     * fibers wait in c's set, every look wakes one, so readiness waits at
+     * most a monitor period behind the stall, not until it ends. */
+    if (moved || queued || (first && atomic_load_explicit(&s->io, memory_order_acquire)) ||
+        usched__park_io_pending(w)) {
         if (usched__wk_wakep(s, NULL, c) && queued && !moved) mon_stat(s, USCHED_STAT_stall_wakes, 1);
     }
 }

@@ -90,6 +90,14 @@ static inline void usched__park_io_poll(struct usched__wk *w)
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w);
 }
 
+/* Fibers wait on descriptors that only w's own wait in the backend would
+ * see (io_poller=percpu: w's set has waiters). Any thread may ask. */
+static inline bool usched__park_io_pending(struct usched__wk *w)
+{
+    return atomic_load_explicit(&w->s->io, memory_order_acquire) && usched__park_io->pending &&
+           usched__park_io->pending(w->s, w);
+}
+
 /* P1-P4 (park.c): w, idle and not spinning, parks until a waker kicks it,
  * its earliest timer, or a poller deferral's end. True when P3 saw work or
  * the scheduler stopping (visible: what w could run or steal); w is awake

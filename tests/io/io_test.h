@@ -117,8 +117,8 @@ static inline void io_watchdog_stop(struct io_watchdog *w)
     pthread_join(w->th, NULL);
 }
 
-/* io_poller=percpu (USCHED_KNOBS in the environment, as the io_percpu_
- * tests set it): an epoll set per CPU. */
+/* io_poller=percpu (the default; the io_shared_ tests set shared with
+ * USCHED_KNOBS in the environment): an epoll set per CPU. */
 static inline bool io_percpu(usched_t *s)
 {
     int64_t v = 0;
