@@ -215,9 +215,9 @@ struct usched_ops {
      * unknown slot as TAIL. With slot SHARED the fiber goes to the shared
      * run queue, and out->cpu only says which CPU to kick if it is parked.
      * args->flags may carry hints (USCHED_SEL_IO, USCHED_SEL_IO_HOME) that
-     * a policy is free to ignore. NULL: the core's fallback for every decision (spawns from
-     * outside threads then go to the shared run queue, any parked CPU
-     * woken). */
+     * a policy is free to ignore. NULL: the core's fallback for every
+     * decision (spawns from outside threads then go to the shared run
+     * queue, any parked CPU woken). */
     void (*select_cpu)(usched_pol_ctx_t *ctx, const struct usched_select_args *args,
                        struct usched_select_result *out);
 

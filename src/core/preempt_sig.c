@@ -36,8 +36,9 @@
  * the signal mask, and the kernel built it below the x86-64 red zone. When
  * the fiber is resumed, on any worker, the handler returns and rt_sigreturn
  * restores all of it on that thread - all but the alternate signal stack
- * and the signal mask, which stay that thread's (frame_to_this_thread). SA_NODEFER keeps the signal unblocked
- * while the fiber is away, so the worker's other fibers stay preemptible.
+ * and the signal mask, which stay that thread's (frame_to_this_thread).
+ * SA_NODEFER keeps the signal unblocked while the fiber is away, so the
+ * worker's other fibers stay preemptible.
  */
 #include <dlfcn.h>
 #include <errno.h>
