@@ -115,6 +115,10 @@ static void inline_parent(void *arg)
     struct inline_run *r = arg;
     usched_task_t *t[NCHILD];
     r->parent_id = usched_self_id();
+    /* The order asserted below holds only if the parent keeps its CPU: a
+     * preemption (the release stage reruns this suite at preempt_us=100)
+     * would let a queued child run before its join. */
+    ASSERT_EQ(usched_preempt_off(), 1);
     for (int i = 0; i < NCHILD; i++) ASSERT_OK(usched_spawn(usched_self(), &t[i], child_fn, &r->c[i]));
     for (int k = 0; k < NCHILD; k++) {
         int i = r->reverse ? NCHILD - 1 - k : k;
@@ -123,6 +127,7 @@ static void inline_parent(void *arg)
         ASSERT_EQ(r->c[i].seq, k);
         ASSERT_EQ_U(r->c[i].ran_as, r->parent_id);
     }
+    ASSERT_EQ(usched_preempt_on(), 0);
 }
 
 /* More children than the ring holds: the oldest spill to the global queue
@@ -137,12 +142,14 @@ static void many_parent(void *arg)
     usched_task_t **t = calloc(NMANY, sizeof *t);
     ASSERT(t);
     *parent_id = usched_self_id();
+    ASSERT_EQ(usched_preempt_off(), 1); /* as in inline_parent */
     for (int i = 0; i < NMANY; i++) ASSERT_OK(usched_spawn(usched_self(), &t[i], child_fn, &many[i]));
     for (int i = 0; i < NMANY; i++) {
         ASSERT_OK(usched_join(t[i]));
         ASSERT_EQ(many[i].seq, i);
         ASSERT_EQ_U(many[i].ran_as, *parent_id);
     }
+    ASSERT_EQ(usched_preempt_on(), 0);
     free(t);
 }
 
