@@ -222,7 +222,7 @@ int usched__pd_prepare(struct usched__pd *pd, int fd, struct usched__io *io)
     if (kind == PD_POLL && io && atomic_load_explicit(&pd->io_id, memory_order_relaxed) != io->id) {
         uint32_t seq = atomic_load_explicit(&pd->seq, memory_order_relaxed);
         struct usched__wk *me = usched__self_wk();
-        int home = io->percpu ? usched__io_home_pick(io, fd, pd->tcp, me ? me->cpu : 0) : -1;
+        int home = io->percpu ? usched__io_home_pick(io, fd, pd->tcp, me) : -1;
         int rc = usched__io_add(io, home < 0 ? 0 : home, fd, seq);
         if (rc == 0) {
             atomic_store_explicit(&pd->home, home, memory_order_relaxed);
@@ -279,15 +279,15 @@ static int wait_thread(struct usched__pd *pd, int fd, int dir, uint64_t deadline
 #define IO_REHOME_TCP 2
 #define IO_REHOME_FIBER 4
 
-/* Under the lock, io_poller=percpu, before a wait on CPU `me`: the set the
+/* Under the lock, io_poller=percpu, before a wait on worker me: the set the
  * fd is in, after moving it where it belongs. A TCP socket's home follows
  * the CPU its packets arrive on (where the kernel runs its client, on
  * loopback), any other fd's its fiber. Moved only while nobody else waits
  * on it (their counts stay in the set they were made in). */
-static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, int me)
+static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, struct usched__wk *me)
 {
     int home = atomic_load_explicit(&pd->home, memory_order_relaxed);
-    int want = me;
+    int want = me->cpu;
     if (pd->tcp) {
         if (++pd->sample < IO_SAMPLE_EVERY) return home;
         pd->sample = 0;
@@ -308,7 +308,7 @@ static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, int
     (void)epoll_ctl(io->set[home].epfd, EPOLL_CTL_DEL, fd, NULL);
     atomic_store_explicit(&pd->home, want, memory_order_relaxed);
     pd->away = 0;
-    usched__stat_inc(usched__self_wk(), io->s, USCHED_STAT_io_rehomes);
+    usched__stat_inc(me, io->s, USCHED_STAT_io_rehomes);
     return want;
 }
 
@@ -333,7 +333,7 @@ int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint6
         return 0;
     }
     struct usched__wk *me = usched__self_wk();
-    int home = io->percpu ? home_follow(pd, fd, io, me->cpu) : -1;
+    int home = io->percpu ? home_follow(pd, fd, io, me) : -1;
     struct usched__ioset *st = &io->set[home < 0 ? 0 : home];
     struct usched__waiter w;
     usched__waiter_init(&w, USCHED__TBLK_io);

@@ -130,8 +130,9 @@ int usched__pd_close(struct usched__pd *pd, int fd);
 /* poller.c */
 /* The set an fd is first registered in under io_poller=percpu: the CPU
  * the socket's packets arrive on (SO_INCOMING_CPU of a TCP socket, when
- * the workers are pinned and one runs there), else `cpu`. */
-int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, int cpu);
+ * the workers are pinned and one runs there), else the CPU of worker me
+ * (0 from an outside thread, me NULL). */
+int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, struct usched__wk *me);
 /* The worker that runs on the CPU a TCP socket's packets last arrived on,
  * -1 when not known. */
 int usched__io_packet_cpu(struct usched__io *io, int fd);

@@ -530,12 +530,11 @@ int usched__io_packet_cpu(struct usched__io *io, int fd)
     return usched__worker_of_os(io->s, os);
 }
 
-int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, int cpu)
+int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, struct usched__wk *me)
 {
-    if (!io->percpu) return 0;
+    int cpu = me ? me->cpu : 0;
     int c = tcp ? usched__io_packet_cpu(io, fd) : -1;
-    struct usched__wk *w = usched__self_wk();
-    if (c >= 0 && c != cpu && w) usched__stat_inc(w, io->s, USCHED_STAT_io_home_packet);
+    if (c >= 0 && c != cpu && me) usched__stat_inc(me, io->s, USCHED_STAT_io_home_packet);
     return c >= 0 ? c : cpu;
 }
 

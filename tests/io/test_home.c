@@ -58,13 +58,6 @@ static void reader(void *arg)
     }
 }
 
-static uint64_t stat_of(usched_t *s, const char *name)
-{
-    uint64_t v = 0;
-    ASSERT_OK(usched_stat(s, name, &v));
-    return v;
-}
-
 static void run(const char *poller)
 {
     atomic_store(&io_wakes, 0);
@@ -89,7 +82,7 @@ static void run(const char *poller)
         while (atomic_load(&got) < (unsigned)i + 1) usleep(50); /* the reader waits again */
     }
     ASSERT_OK(usched_wait(s));
-    uint64_t stolen = stat_of(s, "io_poll_stolen");
+    uint64_t stolen = io_stat(s, "io_poll_stolen");
     printf("%s: %u I/O wake-ups, %u with the home hint, %u decided off the home without it, "
            "io_poll_stolen %llu\n", poller, atomic_load(&io_wakes), atomic_load(&io_home),
            atomic_load(&home_elsewhere), (unsigned long long)stolen);
