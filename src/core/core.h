@@ -431,12 +431,15 @@ void usched__idle_set(struct usched *s, int cpu);
 void usched__idle_clear(struct usched *s, int cpu);
 bool usched__idle_claim(struct usched *s, int cpu);
 /* cpu has a busy SMT sibling while a whole core of its LLC is idle (the
- * smt_busy_sibling judgement). Inline for the topologies without SMT, where
+ * smt_busy_sibling judgement). `gone` (-1: none) is the CPU of a waker that
+ * blocks right after the wake-up (a SYNC hand-off): it counts as idle, as
+ * it will be when the fiber runs - not a busy sibling, and its core whole
+ * idle if its siblings are. Inline for the topologies without SMT, where
  * every sync hand-off asks it. */
-bool usched__idle_beside_busy_smt(struct usched *s, int cpu);
+bool usched__idle_beside_busy_smt(struct usched *s, int cpu, int gone);
 static inline bool usched__idle_beside_busy(struct usched *s, int cpu)
 {
-    return s->smt && usched__idle_beside_busy_smt(s, cpu);
+    return s->smt && usched__idle_beside_busy_smt(s, cpu, -1);
 }
 /* The policy's smt rule applies to the core's own choices (wakep, steal):
  * USCHED_OPS_SMT_RULE, an SMT machine, knob smt set. */

@@ -63,8 +63,9 @@ bool usched__idle_claim(struct usched *s, int cpu)
     return true;
 }
 
-/* A CPU of cpu's core other than cpu is busy (not in idle_cpus). */
-static bool sibling_busy(struct usched *s, int cpu)
+/* A CPU of cpu's core other than cpu and `gone` (-1: none) is busy (not in
+ * idle_cpus). */
+static bool sibling_busy(struct usched *s, int cpu, int gone)
 {
     const uint64_t *m;
     if (core_alone(s, cpu, &m)) return false;
@@ -72,6 +73,7 @@ static bool sibling_busy(struct usched *s, int cpu)
     for (int i = 0; i < words; i++) {
         uint64_t others = m[i];
         if (i == cpu / 64) others &= ~(1ull << (cpu % 64));
+        if (gone >= 0 && i == gone / 64) others &= ~(1ull << (gone % 64));
         if (others & ~atomic_load_explicit(&s->idle_cpus.w[i], memory_order_relaxed)) return true;
     }
     return false;
@@ -84,9 +86,20 @@ static int llc_idle_core(struct usched *s, int cpu)
     return usched__idlemask_find(&s->idle_cores, usched__topo_group_mask(s->topo, TOPO_LLC, llc), cpu);
 }
 
-bool usched__idle_beside_busy_smt(struct usched *s, int cpu)
+/* The core of `gone` becomes whole idle when gone's fiber blocks: gone is
+ * in cpu's LLC but not in its core, and every other CPU of gone's core is
+ * idle. */
+static bool core_frees(struct usched *s, int cpu, int gone)
 {
-    return sibling_busy(s, cpu) && llc_idle_core(s, cpu) >= 0;
+    if (gone < 0 || usched__topo_group(s->topo, gone, TOPO_SMT) == usched__topo_group(s->topo, cpu, TOPO_SMT) ||
+        usched__topo_group(s->topo, gone, TOPO_LLC) != usched__topo_group(s->topo, cpu, TOPO_LLC))
+        return false;
+    return !sibling_busy(s, gone, -1);
+}
+
+bool usched__idle_beside_busy_smt(struct usched *s, int cpu, int gone)
+{
+    return sibling_busy(s, cpu, gone) && (llc_idle_core(s, cpu) >= 0 || core_frees(s, cpu, gone));
 }
 
 bool usched__idle_smt_rule(struct usched *s)
@@ -96,12 +109,12 @@ bool usched__idle_smt_rule(struct usched *s)
 
 bool usched__idle_sibling_busy(struct usched *s, int cpu)
 {
-    return sibling_busy(s, cpu);
+    return sibling_busy(s, cpu, -1);
 }
 
 bool usched__idle_rule_beside_busy(struct usched *s, int cpu)
 {
-    return usched__idle_smt_rule(s) && sibling_busy(s, cpu);
+    return usched__idle_smt_rule(s) && sibling_busy(s, cpu, -1);
 }
 
 int usched__idle_core_instead(struct usched *s, int cpu)

@@ -47,12 +47,14 @@ void usched__pol_warn(struct usched *s, const char *fmt, ...)
 }
 
 /* Quality counters (docs/policies.md), judged at decision time: a fiber put
- * beside a busy SMT sibling while a whole core of the LLC was idle, and a
- * wake-up that left both its own and its waker's LLC while one had an idle
- * CPU. */
-static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int waker)
+ * beside a busy SMT sibling while a whole core of the LLC was idle (a SYNC
+ * waker's CPU counted idle: it blocks right after, so its core is whole
+ * idle by the time the fiber runs if its siblings are), and a wake-up that
+ * left both its own and its waker's LLC while one had an idle CPU. */
+static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int waker, bool sync)
 {
-    if (usched__idle_beside_busy(s, cpu)) usched__stat_inc(from, s, USCHED_STAT_smt_busy_sibling);
+    if (s->smt && usched__idle_beside_busy_smt(s, cpu, sync ? waker : -1))
+        usched__stat_inc(from, s, USCHED_STAT_smt_busy_sibling);
     /* On prev's or the waker's own CPU it is in their LLC (the sync
      * hand-off's case: no topology look-ups on that path). */
     if (cpu == prev || cpu == waker) return;
@@ -217,7 +219,7 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
     /* Counted and judged before t is queued: from then on another CPU may
      * run it and rewrite t->cpu. */
     usched__stat_inc(self, s, USCHED_STAT_place_bound + r.reason);
-    if ((flags & USCHED_SEL_WAKE) && t->bound < 0) judge(s, self, r.cpu, t->cpu, waker);
+    if ((flags & USCHED_SEL_WAKE) && t->bound < 0) judge(s, self, r.cpu, t->cpu, waker, (flags & USCHED_SEL_SYNC) != 0);
     if (flags & USCHED_SEL_IO) { /* I/O: where the wake-up went, from the fiber's previous CPU */
         usched__stat_inc(self, s, r.cpu == t->cpu ? USCHED_STAT_io_wake_same_cpu
                                   : t->cpu >= 0 && usched__topo_level_shared(s->topo, r.cpu, t->cpu) <= TOPO_LLC

@@ -56,7 +56,7 @@
     X(migrate_package, "fibers resumed in another LLC of their package")         \
     X(migrate_numa, "fibers resumed in another package of their NUMA node")      \
     X(migrate_machine, "fibers resumed on another NUMA node")                    \
-    X(smt_busy_sibling, "wake-ups placed beside a busy SMT sibling while a whole core idled in the LLC") \
+    X(smt_busy_sibling, "wake-ups placed beside a busy SMT sibling while a whole core idled in the LLC (a waker that blocks right after counts as idle)") \
     X(wake_cross_llc, "wake-ups placed outside the LLC of prev and waker while it had an idle CPU") \
     X(pol_fallback, "policy answers replaced by the core's fallback")           \
     X(io_wake_same_cpu, "I/O wake-ups placed on the fiber's previous CPU")        \
