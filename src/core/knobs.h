@@ -27,12 +27,12 @@
  *                channel): cross-CPU wake-ups about 3x fewer, idle spins
  *                from thousands to tens a second; docs/sync.md. The look
  *                (4 waiters) and the pass limit (16) are not swept.
- *   preempt_us 0  off until preemption has run the whole suite on every
- *                platform: under qemu-user (aarch64) core_stress crashed twice
- *                under load with it on, and ThreadSanitizer reported a race
- *                between two fibers preempted on one worker (docs/preempt.md,
- *                "Status"). -1 takes each policy's kernel slice (preempt.c,
- *                usched__preempt_slice_us), 10 ms for usched.
+ *   preempt_us -1  each policy's kernel slice (preempt.c,
+ *                usched__preempt_slice_us), 10 ms for usched: within 2% of
+ *                off on fib, skynet and pingpong (BENCHMARKS.md,
+ *                "Preemption"); the whole suite, its ThreadSanitizer build
+ *                and aarch64 under qemu pass with it (docs/preempt.md,
+ *                "Status").
  *   preempt_sig 23  SIGURG, as Go: ignored by default and rarely used.
  *   steal_thresh 2, affinity_us 1000: ULE's defaults (kern.sched.steal_thresh,
  *                affinity = 1 ms per cache level at hz=1000).
@@ -93,7 +93,7 @@ enum { USCHED__IO_POLLER_SHARED = 0, USCHED__IO_POLLER_PERCPU = 1 };
       "run delay, in percent of the time between two looks, above which the monitor counts a worker as contended (0 = off; docs/monitor.md)") \
     X(contend_pin, KNOB_INT, 1, 0, 1, 1, "all",                                  \
       "1: widen a contended pinned worker's affinity, until it is uncontended, to the CPUs of its LLC with no worker or an uncontended one; 0: keep it pinned (docs/monitor.md)") \
-    X(preempt_us, KNOB_INT, 0, -1, 10000000, 0, "all",                           \
+    X(preempt_us, KNOB_INT, -1, -1, 10000000, 0, "all",                           \
       "microseconds a fiber may run while other work waits for its CPU before it is preempted (-1 = the policy's slice, 0 = off; docs/preempt.md)") \
     X(preempt_sig, KNOB_INT, 23, 1, 64, 0, "all",                                \
       "signal number the monitor preempts a worker with (default 23, SIGURG; docs/preempt.md)")
