@@ -159,6 +159,23 @@ struct usched_cpu_event {
 };
 #define USCHED_EV_RUNNABLE 0x1u /* stopping: the fiber yielded and stays runnable */
 
+/* An io_home question (io_poller=percpu): which CPU's epoll set descriptor
+ * `fd` belongs in - its home, the CPU whose worker polls it when idle and
+ * where its readiness wakes a fiber first (docs/io.md). */
+struct usched_home_args {
+    uint32_t size;
+    uint32_t flags;  /* USCHED_HOME_* */
+    int fd;
+    int packet_cpu;  /* the CPU its packets arrive on (a TCP socket, workers
+                        pinned; on loopback where its peer runs), else -1 */
+    int fiber_cpu;   /* the CPU of the fiber about to wait on it: the asking
+                        CPU (its load still counts that fiber) */
+    int home;        /* its home now; -1 with USCHED_HOME_NEW */
+    uint64_t reserved[4];
+};
+#define USCHED_HOME_NEW 0x1u /* its first wait: it is being registered */
+#define USCHED_HOME_TCP 0x2u /* a TCP socket */
+
 /*
  * The ops table. Every member but name and brief may be 0/NULL. Calls come
  * from the core only; "on CPU c" means on the worker thread of c. Unless said
@@ -260,7 +277,20 @@ struct usched_ops {
     void (*idle)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
     void (*busy)(usched_pol_ctx_t *ctx, const struct usched_cpu_event *ev);
 
-    uint64_t reserved[8]; /* zero */
+    /* When: io_poller=percpu, at a descriptor's first wait (flags NEW), and
+     * at each look whether it should move: a TCP socket's every 16th wait,
+     * after its packets' CPU was read; any other descriptor's every wait.
+     * On: the CPU of the waiting fiber, under the descriptor's lock. May:
+     * read the topology, idle masks, loads and knobs. Returns the CPU it
+     * should live on; -1 for the core's rule (packet_cpu when known, else
+     * fiber_cpu). Final: a new descriptor goes there at once; one already
+     * homed moves after 2 looks in a row (TCP; 4 for others) that want
+     * another CPU, and only while no other fiber waits on it. An answer
+     * out of range is the core's rule, warned about once. NULL: the core's
+     * rule. */
+    int (*io_home)(usched_pol_ctx_t *ctx, const struct usched_home_args *args);
+
+    uint64_t reserved[7]; /* zero */
 };
 
 /* Largest per-fiber policy state (struct usched_ops.task_state_size). */

@@ -391,6 +391,11 @@ void usched__cancel_owaiters(struct usched *s);
 void usched__place_on(struct usched *s, struct usched__wk *self, struct usched_task *t, unsigned flags);
 void usched__task_info_fill(const struct usched_task *t, struct usched_task_info *ti,
                             uint32_t flags);
+/* The home of descriptor fd (io_poller=percpu), asked on me, the waiting
+ * fiber's worker: the policy's io_home answer, else the core's rule (the
+ * packet's CPU when known, else me's). flags: USCHED_HOME_*; home: its home
+ * now, -1 when new. */
+int usched__place_home(struct usched *s, struct usched__wk *me, int fd, unsigned flags, int packet, int home);
 /* Reports, once per scheduler, a policy answer or query the core could not
  * use (the core then falls back). */
 void usched__pol_warn(struct usched *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

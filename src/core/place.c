@@ -74,6 +74,22 @@ static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int w
     }
 }
 
+int usched__place_home(usched_t *s, struct usched__wk *me, int fd, unsigned flags, int packet, int home)
+{
+    int rule = packet >= 0 ? packet : me->cpu;
+    if (!s->ops->io_home) return rule;
+    struct usched_home_args a = {.size = sizeof a, .flags = flags, .fd = fd, .packet_cpu = packet,
+                                 .fiber_cpu = me->cpu, .home = home};
+    atomic_fetch_add_explicit(&me->nopreempt, 1, memory_order_relaxed); /* P3 (preempt_sig.c) */
+    int c = s->ops->io_home(&s->pol, &a);
+    atomic_fetch_sub_explicit(&me->nopreempt, 1, memory_order_relaxed);
+    if (c < -1 || c >= s->ncpus) {
+        usched__pol_warn(s, "returned a home out of range (cpu %d)", c);
+        c = -1;
+    }
+    return c < 0 ? rule : c;
+}
+
 /* The decision: where t goes, and why. */
 static struct usched_select_result decide(usched_t *s, struct usched__wk *self, struct usched_task *t,
                                           unsigned flags, int waker)

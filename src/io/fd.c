@@ -280,20 +280,21 @@ static int wait_thread(struct usched__pd *pd, int fd, int dir, uint64_t deadline
 #define IO_REHOME_FIBER 4
 
 /* Under the lock, io_poller=percpu, before a wait on worker me: the set the
- * fd is in, after moving it where it belongs. A TCP socket's home follows
- * the CPU its packets arrive on (where the kernel runs its client, on
- * loopback), any other fd's its fiber. Moved only while nobody else waits
- * on it (their counts stay in the set they were made in). */
+ * fd is in, after moving it where it belongs: where the policy's io_home
+ * says, by default a TCP socket's to the CPU its packets arrive on (where
+ * the kernel runs its client, on loopback), any other fd's to its fiber's.
+ * Moved only while nobody else waits on it (their counts stay in the set
+ * they were made in). */
 static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, struct usched__wk *me)
 {
     int home = atomic_load_explicit(&pd->home, memory_order_relaxed);
-    int want = me->cpu;
+    int packet = -1;
     if (pd->tcp) {
         if (++pd->sample < IO_SAMPLE_EVERY) return home;
         pd->sample = 0;
-        int c = usched__io_packet_cpu(io, fd);
-        if (c >= 0) want = c;
+        packet = usched__io_packet_cpu(io, fd);
     }
+    int want = usched__place_home(io->s, me, fd, pd->tcp ? USCHED_HOME_TCP : 0, packet, home);
     if (want == home) {
         pd->away = 0;
         return home;

@@ -128,10 +128,11 @@ void usched__pd_ready(struct usched__pd *pd, uint32_t seq, uint32_t events);
 int usched__pd_close(struct usched__pd *pd, int fd);
 
 /* poller.c */
-/* The set an fd is first registered in under io_poller=percpu: the CPU
- * the socket's packets arrive on (SO_INCOMING_CPU of a TCP socket, when
- * the workers are pinned and one runs there), else the CPU of worker me
- * (0 from an outside thread, me NULL). */
+/* The set an fd is first registered in under io_poller=percpu: the
+ * policy's io_home answer, else the CPU the socket's packets arrive on
+ * (SO_INCOMING_CPU of a TCP socket, when the workers are pinned and one runs
+ * there), else the CPU of worker me (0 from an outside thread, me NULL: the
+ * policy is not asked). */
 int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, struct usched__wk *me);
 /* The worker that runs on the CPU a TCP socket's packets last arrived on,
  * -1 when not known. */

@@ -532,10 +532,11 @@ int usched__io_packet_cpu(struct usched__io *io, int fd)
 
 int usched__io_home_pick(struct usched__io *io, int fd, bool tcp, struct usched__wk *me)
 {
-    int cpu = me ? me->cpu : 0;
     int c = tcp ? usched__io_packet_cpu(io, fd) : -1;
-    if (c >= 0 && c != cpu && me) usched__stat_inc(me, io->s, USCHED_STAT_io_home_packet);
-    return c >= 0 ? c : cpu;
+    if (!me) return c >= 0 ? c : 0;
+    int home = usched__place_home(io->s, me, fd, USCHED_HOME_NEW | (tcp ? USCHED_HOME_TCP : 0), c, -1);
+    if (home == c && c != me->cpu) usched__stat_inc(me, io->s, USCHED_STAT_io_home_packet);
+    return home;
 }
 
 /* The "epoll shared" park backend (core/park.h): one epoll set per

@@ -16,6 +16,9 @@
  * path: descend to the idlest group (leaving the local one only for more
  * idle CPUs), then an idle CPU in it, else its least loaded CPU. Idle CPUs
  * pull from the busiest CPU of the nearest domain first (new-idle balance).
+ * A descriptor's home (io_poller=percpu) is where the kernel would wake its
+ * reader: wake_affine between the packet's CPU (the writer's, counted on it,
+ * sync, as sock_def_readable wakes) and the fiber's own CPU, with affine=1.
  *
  * Differences from the kernel: load is the runnable count (no PELT), all
  * CPUs have equal capacity, no clusters, no energy model; utilisation for
@@ -285,6 +288,15 @@ static int linux_want_steal(usched_pol_ctx_t *ctx, const struct usched_victim_ar
     return a->load >= 1 ? -1 : 0;
 }
 
+/* The home of a descriptor: wake_affine(packet's CPU, fiber's CPU) as the
+ * writer's sync wake-up of its reader; the core's rule (the packet's CPU)
+ * without affine or a known packet CPU. */
+static int linux_io_home(usched_pol_ctx_t *ctx, const struct usched_home_args *a)
+{
+    if (!POL_KNOB(ctx, affine) || a->packet_cpu < 0 || a->packet_cpu == a->fiber_cpu) return -1;
+    return linux_wake_affine(ctx, a->packet_cpu, a->fiber_cpu, true, true);
+}
+
 const struct usched_ops usched__policy_linux = {
     .name = "linux",
     .brief = "Linux CFS/EEVDF: wake_wide, wake_affine, select_idle_sibling; new-idle pulls the busiest",
@@ -295,4 +307,5 @@ const struct usched_ops usched__policy_linux = {
     .steal_order = linux_steal_order,
     .want_steal = linux_want_steal,
     .idle = linux_idle,
+    .io_home = linux_io_home,
 };

@@ -17,6 +17,10 @@
  *     is not busier by more than one.
  * With smt=0 step 1 drops the whole-core test and the searches compare the
  * CPUs of an SMT core one by one, as ULE does without CG_FLAG_THREAD groups.
+ * A descriptor's home (io_poller=percpu) keeps the fiber's CPU while nothing
+ * else waits there (step 1's affinity: the fiber's last CPU, idle once it
+ * blocks), else takes the packet's CPU (the waker's, as step 5 would) when
+ * that is not busier by more than one.
  * Idle CPUs steal from the busiest CPU with load >= steal_thresh (default 2,
  * the running fiber included), nearest group first.
  *
@@ -180,6 +184,17 @@ static int ule_want_steal(usched_pol_ctx_t *ctx, const struct usched_victim_args
     return (int64_t)a->load + 1 >= POL_KNOB(ctx, steal_thresh) ? 1 : 0;
 }
 
+/* The home of a descriptor: the fiber's CPU (steps 1 and 5 of a wake-up
+ * by the packet's CPU, asked before the fiber blocks: its load still counts
+ * the fiber). */
+static int ule_io_home(usched_pol_ctx_t *ctx, const struct usched_home_args *a)
+{
+    int prev = a->fiber_cpu, self = a->packet_cpu;
+    int left = ule_load(ctx, prev) - 1; /* once the fiber blocks */
+    if (left <= 0 || self < 0 || self == prev) return prev;
+    return ule_load(ctx, self) <= left + 1 ? self : prev;
+}
+
 const struct usched_ops usched__policy_ule = {
     .name = "ule",
     .brief = "FreeBSD ULE: affine prev on an idle core, least-loaded group search, steal from the busiest",
@@ -187,4 +202,5 @@ const struct usched_ops usched__policy_ule = {
     .select_cpu = ule_select_cpu,
     .steal_order = ule_steal_order,
     .want_steal = ule_want_steal,
+    .io_home = ule_io_home,
 };

@@ -9,6 +9,11 @@
  *     from an idle CPU taking readiness from CPU 1's set (io_poll_stolen);
  *     at least one wake-up carries the hint;
  *   - shared: no wake-up carries it.
+ * The policy's own home (its io_home op): a second test policy answers CPU 0
+ * for the descriptor; it is asked once with USCHED_HOME_NEW (the fd, the
+ * fiber's CPU 1, no home yet) and then at every wait (a socketpair is not
+ * TCP) with home 0, and every hinted wake-up is decided on CPU 0. A third
+ * answers a CPU out of range: the core's rule (the fiber's CPU, 1) holds.
  * Counts, not times: which CPU polls first is up to the machine.
  */
 #include <stdio.h>
@@ -22,6 +27,10 @@
 #define BYTES 200
 
 static _Atomic unsigned io_wakes, io_home, home_elsewhere, home_cpu_wrong, got;
+static int expect_home = HOME; /* the CPU whose set the descriptor should be in */
+static int home_answer;        /* what the io_home op answers */
+static int reader_fd;
+static _Atomic unsigned asked_new, asked_again, asked_wrong;
 
 static void home_select(usched_pol_ctx_t *ctx, const struct usched_select_args *a, struct usched_select_result *out)
 {
@@ -30,8 +39,8 @@ static void home_select(usched_pol_ctx_t *ctx, const struct usched_select_args *
         atomic_fetch_add(&io_wakes, 1);
         if (a->flags & USCHED_SEL_IO_HOME) {
             atomic_fetch_add(&io_home, 1);
-            if (a->waker_cpu != HOME) atomic_fetch_add(&home_cpu_wrong, 1);
-        } else if (a->waker_cpu != HOME) {
+            if (a->waker_cpu != expect_home) atomic_fetch_add(&home_cpu_wrong, 1);
+        } else if (a->waker_cpu != expect_home) {
             atomic_fetch_add(&home_elsewhere, 1);
         }
     }
@@ -46,6 +55,30 @@ static const struct usched_ops home_ops = {
     .select_cpu = home_select,
 };
 
+static int home_op(usched_pol_ctx_t *ctx, const struct usched_home_args *a)
+{
+    (void)ctx;
+    bool ok = a->size == sizeof *a && a->fd == reader_fd && a->fiber_cpu == HOME && a->packet_cpu == -1 &&
+              !(a->flags & USCHED_HOME_TCP);
+    if (a->flags & USCHED_HOME_NEW) {
+        atomic_fetch_add(&asked_new, 1);
+        ok &= a->home == -1;
+    } else {
+        atomic_fetch_add(&asked_again, 1);
+        ok &= a->home == expect_home;
+    }
+    if (!ok) atomic_fetch_add(&asked_wrong, 1);
+    return home_answer;
+}
+
+static const struct usched_ops home_op_ops = {
+    .name = "iohome_op",
+    .brief = "test: every fiber on CPU 1, its descriptor's home where the test says",
+    .flags = USCHED_OPS_NO_STEAL,
+    .select_cpu = home_select,
+    .io_home = home_op,
+};
+
 static void reader(void *arg)
 {
     int fd = (int)(long)arg;
@@ -58,8 +91,11 @@ static void reader(void *arg)
     }
 }
 
-static void run(const char *poller)
+static void run(const char *poller, const char *policy)
 {
+    atomic_store(&asked_new, 0);
+    atomic_store(&asked_again, 0);
+    atomic_store(&asked_wrong, 0);
     atomic_store(&io_wakes, 0);
     atomic_store(&io_home, 0);
     atomic_store(&home_elsewhere, 0);
@@ -70,11 +106,12 @@ static void run(const char *poller)
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_set(s, "topology", "pack:1 l3:1 l2:1 core:2 pu:1"));
-    ASSERT_OK(usched_set(s, "policy", "iohome"));
+    ASSERT_OK(usched_set(s, "policy", policy));
     ASSERT_OK(usched_set(s, "knobs", knobs));
     ASSERT_OK(usched_start(s));
     int sv[2];
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
+    reader_fd = sv[0];
     ASSERT_OK(usched_spawn(s, NULL, reader, (void *)(long)sv[0]));
     for (int i = 0; i < BYTES; i++) {
         char b = (char)i;
@@ -83,9 +120,11 @@ static void run(const char *poller)
     }
     ASSERT_OK(usched_wait(s));
     uint64_t stolen = io_stat(s, "io_poll_stolen");
-    printf("%s: %u I/O wake-ups, %u with the home hint, %u decided off the home without it, "
-           "io_poll_stolen %llu\n", poller, atomic_load(&io_wakes), atomic_load(&io_home),
-           atomic_load(&home_elsewhere), (unsigned long long)stolen);
+    printf("%s, %s (home %d): %u I/O wake-ups, %u with the home hint, %u decided off the home without it, "
+           "io_poll_stolen %llu; io_home asked %u new, %u again, %u wrong\n", poller, policy, expect_home,
+           atomic_load(&io_wakes), atomic_load(&io_home), atomic_load(&home_elsewhere),
+           (unsigned long long)stolen, atomic_load(&asked_new), atomic_load(&asked_again),
+           atomic_load(&asked_wrong));
     ASSERT_GE(atomic_load(&io_wakes), 1);
     ASSERT_EQ(atomic_load(&home_cpu_wrong), 0);
     if (!strcmp(poller, "percpu")) {
@@ -93,6 +132,13 @@ static void run(const char *poller)
         if (atomic_load(&home_elsewhere)) ASSERT_GE(stolen, 1);
     } else {
         ASSERT_EQ(atomic_load(&io_home), 0);
+    }
+    if (!strcmp(poller, "percpu") && !strcmp(policy, "iohome_op")) {
+        ASSERT_EQ(atomic_load(&asked_new), 1);
+        ASSERT_GE(atomic_load(&asked_again), 1);
+        ASSERT_EQ(atomic_load(&asked_wrong), 0);
+    } else {
+        ASSERT_EQ(atomic_load(&asked_new) + atomic_load(&asked_again), 0); /* shared: no homes */
     }
     close(sv[0]);
     close(sv[1]);
@@ -102,8 +148,16 @@ static void run(const char *poller)
 int main(void)
 {
     ASSERT_OK(usched_policy_register(&home_ops));
-    run("percpu");
-    run("shared");
+    ASSERT_OK(usched_policy_register(&home_op_ops));
+    run("percpu", "iohome");
+    run("shared", "iohome");
+    expect_home = 0;
+    home_answer = 0;
+    run("percpu", "iohome_op");
+    run("shared", "iohome_op");
+    expect_home = HOME; /* an answer out of range: the core's rule */
+    home_answer = 99;
+    run("percpu", "iohome_op");
     printf("io_home: ok\n");
     return 0;
 }
