@@ -192,6 +192,8 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
+    uint32_t bound_yielded;              /* a bound fiber yielded (or was preempted) onto the
+                                            bound list: it waits for the ring (local.h) */
     uint32_t rng;
     uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */
     uint32_t lat_left;                   /* and the wake-ups left until the next sample */

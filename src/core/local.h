@@ -6,7 +6,8 @@
  * Finding work, on each CPU, in order:
  *   inbox -> next slot (at most next_cap runs in a row while other fibers
  *   wait here) -> bound list / ring, newest first (the oldest every 31st
- *   pick; the global queue first every 61st) -> global queue -> steal in the
+ *   pick; the global queue first every 61st; a bound fiber that yielded
+ *   after the ring) -> global queue -> steal in the
  *   policy's order -> spin -> park (the last four: steal.c, park.c).
  */
 #ifndef USCHED_CORE_LOCAL_H
@@ -41,15 +42,27 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
         }
     }
     w->next_runs = 0;
-    if (w->bound_head && ((w->tick & 1) || !usched__ring_len(&w->ring))) return usched__wk_bound_get(w);
+    /* The bound list every other pick, or when the ring is empty; after a
+     * bound fiber yielded (or was preempted), only when the ring is empty,
+     * or once in USCHED_GLOBAL_EVERY picks so an endless stream of ring
+     * work cannot starve it (Go checks its global queue, where a preempted
+     * goroutine goes, as often); half-way between the global queue's turns,
+     * since a preemption sets the tick to the next of those. */
+    if (w->bound_head &&
+        (!usched__ring_len(&w->ring) || ((w->tick & 1) && !w->bound_yielded) ||
+         w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2)) {
+        w->bound_yielded = 0;
+        return usched__wk_bound_get(w);
+    }
     /* Work first: the newest fiber (the child spawned last, the fiber woken
      * last), so fork-join trees unfold depth first; every 31st pick the
      * oldest, so no fiber waits forever behind newer ones. */
-    if (w->tick % USCHED_FIFO_EVERY == 0 && (t = usched__ring_pop(&w->ring))) return t;
-    if ((t = usched__ring_pop_lifo(&w->ring))) {
+    if ((w->tick % USCHED_FIFO_EVERY == 0 && (t = usched__ring_pop(&w->ring))) ||
+        (t = usched__ring_pop_lifo(&w->ring))) {
         usched__wk_prefetch_next(w);
         return t;
     }
+    w->bound_yielded = 0;
     return usched__wk_bound_get(w);
 }
 

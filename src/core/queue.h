@@ -77,9 +77,14 @@ static inline void usched__wk_queue(struct usched *s, struct usched__wk *w, stru
  * thieves first), or the bound list. A full ring takes it at the tail. */
 static inline void usched__wk_queue_oldest(struct usched *s, struct usched__wk *w, struct usched_task *t)
 {
-    if (t->bound >= 0)
+    if (t->bound >= 0) {
+        /* Behind the ring's fibers too (find_local). Without this the
+         * bound list, picked every other time, ran a bound fiber preempted
+         * every preempt_us again after one other fiber, and requests
+         * arriving faster than that waited for the FIFO pick (1 in 31). */
         usched__wk_bound_put(w, t);
-    else if (!usched__ring_len(&w->ring) || usched__ring_push_head(&w->ring, t) < 0)
+        w->bound_yielded = 1;
+    } else if (!usched__ring_len(&w->ring) || usched__ring_push_head(&w->ring, t) < 0)
         usched__wk_ring_put(s, w, t); /* alone (same order, no CAS) or full */
 }
 

@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/sched.h"
@@ -63,12 +64,17 @@ static inline int pt_sibling(const usched__topo_t *t, int cpu)
 
 /* ---- scheduler -------------------------------------------------------------- */
 
+/* Preemption off unless the knobs name it: the decision tests make CPUs
+ * busy with spinners that must hold them (a preempted spinner lets its CPU
+ * run the fibers queued behind it, which the scenario keeps for a thief or
+ * a placement to find). */
 static inline usched_t *pt_start(const char *policy, const char *topology, const char *knobs)
 {
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     if (policy) ASSERT_OK(usched_set(s, "policy", policy));
     if (topology) ASSERT_OK(usched_set(s, "topology", topology));
+    if (!knobs || !strstr(knobs, "preempt_us")) ASSERT_OK(usched_set(s, "knobs", "preempt_us=0"));
     if (knobs) ASSERT_OK(usched_set(s, "knobs", knobs));
     ASSERT_OK(usched_start(s));
     return s;
