@@ -25,6 +25,10 @@
  *            requests runs (a preemption each), and the longest run the
  *            monitor saw (run_max_us) is at least the slice: no preemption
  *            came before it (counters, not times);
+ *   queue    a hog bound to the one CPU spawns NQUEUE fibers and loops
+ *            until they ran: all of them run after the same preemption
+ *            (each reads `preempts`: one value), before the hog is back -
+ *            a preempted bound fiber waits behind the queue;
  *   migrate  three loops on two workers under the global policy, each
  *            preempted and resumed on the other worker many times: each
  *            worker keeps its own alternate signal stack;
@@ -562,6 +566,51 @@ static void case_migrate(void)
     ASSERT_OK(usched_destroy(sched));
 }
 
+/* ---- queue: a preempted bound fiber waits behind the queue ---- */
+
+#define NQUEUE 16
+static _Atomic int queue_ran;
+static uint64_t queue_seen[NQUEUE];
+
+static void queued_fiber(void *arg)
+{
+    queue_seen[(long)arg] = stat_of(sched, "preempts");
+    atomic_fetch_add(&queue_ran, 1);
+}
+
+/* Spawns the queue, then spins without calls until every queued fiber ran
+ * (or the cap). */
+static void loop_until_queue_ran(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < NQUEUE; i++) ASSERT_OK(usched_spawn(sched, NULL, queued_fiber, (void *)i));
+    double t0 = test_now();
+    unsigned long turn = 0;
+    while (atomic_load_explicit(&queue_ran, memory_order_relaxed) < NQUEUE && !over_cap(++turn, t0)) {
+    }
+}
+
+static void case_queue(void)
+{
+    atomic_store(&gave_up, 0);
+    atomic_store(&queue_ran, 0);
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "preempt_us=%s", preempt_us);
+    sched = one_cpu(knobs);
+    usched_task_t *hog;
+    ASSERT_OK(usched_spawn_on(sched, &hog, 0, loop_until_queue_ran, NULL));
+    ASSERT_OK(usched_join(hog));
+    ASSERT_OK(usched_wait(sched));
+    print_counters("queue");
+    ASSERT(!atomic_load(&gave_up));
+    ASSERT_EQ(atomic_load(&queue_ran), NQUEUE);
+    for (int i = 1; i < NQUEUE; i++) ASSERT_EQ_U(queue_seen[i], queue_seen[0]);
+    ASSERT_GE(queue_seen[0], 1);
+    ASSERT_OK(usched_destroy(sched));
+    printf("queue: %d fibers ran after one preemption (preempts %llu when they ran)\n", NQUEUE,
+           (unsigned long long)queue_seen[0]);
+}
+
 /* ---- api and bad input ---- */
 
 static void on_usr2(int sig)
@@ -628,6 +677,7 @@ int main(int argc, char **argv)
     case_libc(1);
     case_fp();
     case_slices();
+    case_queue();
     case_migrate();
     printf("core_preempt: ok\n");
     return 0;
