@@ -192,6 +192,7 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
+    uint32_t preempting;                 /* leave() called by a preemption (the trace's stop) */
     uint32_t bound_yielded;              /* a bound fiber yielded (or was preempted) onto the
                                             bound list: it waits for the ring (local.h) */
     uint32_t rng;

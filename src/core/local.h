@@ -43,14 +43,14 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
     }
     w->next_runs = 0;
     /* The bound list every other pick, or when the ring is empty; after a
-     * bound fiber yielded (or was preempted), only when the ring is empty,
-     * or once in USCHED_GLOBAL_EVERY picks so an endless stream of ring
-     * work cannot starve it (Go checks its global queue, where a preempted
-     * goroutine goes, as often); half-way between the global queue's turns,
-     * since a preemption sets the tick to the next of those. */
-    if (w->bound_head &&
-        (!usched__ring_len(&w->ring) || ((w->tick & 1) && !w->bound_yielded) ||
-         w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2)) {
+     * bound fiber yielded (or was preempted), only when the ring and the
+     * global queue are empty (below), or once in USCHED_GLOBAL_EVERY picks
+     * so an endless stream of work cannot starve it (Go checks its global
+     * queue, where a preempted goroutine goes, as often); half-way between
+     * the global queue's turns, since a preemption sets the tick to the
+     * next of those. */
+    if (w->bound_head && (w->bound_yielded ? w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2
+                                           : (w->tick & 1) || !usched__ring_len(&w->ring))) {
         w->bound_yielded = 0;
         return usched__wk_bound_get(w);
     }
@@ -62,6 +62,8 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
         usched__wk_prefetch_next(w);
         return t;
     }
+    if (w->bound_yielded && atomic_load_explicit(&s->gq_n, memory_order_relaxed) && (t = usched__gq_pull(s, w)))
+        return t;
     w->bound_yielded = 0;
     return usched__wk_bound_get(w);
 }

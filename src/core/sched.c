@@ -334,7 +334,9 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     }
     sched_seq_bump(w, memory_order_relaxed); /* S1: a switch starts (monitor.c) */
     /* t->blk is set by every block (usched__block_on), read only for one */
-    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0, post); /* before the next run's event */
+    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0,
+                  w->preempting ? USCHED__TSTOP_PREEMPT : post); /* before the next run's event */
+    w->preempting = 0;
     w->prev = t;
     w->post = post;
     w->post_fn = fn;
@@ -368,7 +370,9 @@ void usched__preempt_leave(struct usched__wk *w)
     if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
     w->ypoll = w->yevery;
     w->tick += USCHED_GLOBAL_EVERY - 1 - w->tick % USCHED_GLOBAL_EVERY; /* find_local: gq first */
+    w->preempting = 1; /* the trace's stop says "preempted" */
     leave(w, POST_YIELD, NULL, NULL);
+    usched__self_wk()->preempting = 0; /* leave found nothing else to run (else it is 0) */
 }
 
 void *usched__worker_main(void *arg)

@@ -11,7 +11,7 @@
  *   run       a slice begins on the CPU's track, named "fiber ID" (iid
  *             TF_FIBER_IID + ID); "runq" when it changed; the end of the
  *             fiber's wake-up flow
- *   stop      the slice ends; "end" (1 yield, 2 block, 3 exit), "on" when
+ *   stop      the slice ends; "end" (1 yield, 2 block, 3 exit, 4 preempted), "on" when
  *             it blocked (USCHED__TBLK_*)
  *   spawn, wake, io_ready  an instant: "fiber", "cpu" chosen, "reason";
  *             "waker" only when it is not the fiber running on this track

@@ -132,7 +132,7 @@ enum usched__tblk {
 };
 
 /* Stop codes (c of a stop event). */
-enum { USCHED__TSTOP_YIELD = 1, USCHED__TSTOP_BLOCK, USCHED__TSTOP_EXIT };
+enum { USCHED__TSTOP_YIELD = 1, USCHED__TSTOP_BLOCK, USCHED__TSTOP_EXIT, USCHED__TSTOP_PREEMPT };
 
 /* ---- names interned in every chunk (iid = index + 1) ---------------------- */
 

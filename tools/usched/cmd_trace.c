@@ -217,7 +217,7 @@ struct ctx {
     struct fibmap fibs;
     uint64_t t0, from, to, first_run, last_end, last_ns;
     unsigned long long counts[USCHED__NTEV];
-    unsigned long steals[NLEVELS], migrations[NLEVELS], stolen, blocked[USCHED__NTBLK];
+    unsigned long steals[NLEVELS], migrations[NLEVELS], stolen, blocked[USCHED__NTBLK], preempted;
     unsigned long woken, xllc, busy_sibling, flows;
     struct hist wake, spawn;
     struct run *top; /* a min-heap of the longest runs */
@@ -369,9 +369,9 @@ static void json_run(struct ctx *c, const struct run *r, const struct fib *fb)
     jopen(c, f, "X", "run", r->cpu, r->ts);
     fprintf(f, ",\"dur\":%llu.%03u,\"name\":", (unsigned long long)(r->dur / 1000), (unsigned)(r->dur % 1000));
     json_label(f, fb, r->fiber);
-    static const char *const ends[] = {"running", "yield", "block", "exit"};
+    static const char *const ends[] = {"running", "yield", "block", "exit", "preempted"};
     fprintf(f, ",\"args\":{\"fiber\":%llu,\"runq\":%u,\"end\":\"%s\"", (unsigned long long)r->fiber, r->runq,
-            ends[r->end < 4 ? r->end : 0]);
+            ends[r->end < 5 ? r->end : 0]);
     if (r->end == USCHED__TSTOP_BLOCK) fprintf(f, ",\"on\":\"%s\"", block_names[r->on < USCHED__NTBLK ? r->on : 0]);
     if (r->kind) {
         fprintf(f, ",\"woken\":\"%s\",\"wake_ts\":", tev_names[r->kind - 1]);
@@ -623,6 +623,7 @@ static void finish_run(struct ctx *c, struct tcpu *p)
     if (!c->first_run || r->ts < c->first_run) c->first_run = r->ts;
     if (r->ts + r->dur > c->last_end) c->last_end = r->ts + r->dur;
     if (r->end == USCHED__TSTOP_BLOCK) c->blocked[r->on < USCHED__NTBLK ? r->on : 0]++;
+    if (r->end == USCHED__TSTOP_PREEMPT) c->preempted++;
     if (r->kind) {
         uint64_t wait = r->ts - r->wake_ns;
         if (r->kind == USCHED__TEV_spawn + 1) {
@@ -922,8 +923,8 @@ static int summary(struct ctx *c, int top)
             printf(" %s %lu", block_names[i], c->blocked[i]);
             any = true;
         }
-    printf("%s\nstalls      %llu (the stall monitor's, docs/monitor.md)\n\n", any ? "" : " nothing",
-           c->counts[USCHED__TEV_stall]);
+    printf("%s\npreempted   %lu (docs/preempt.md)\nstalls      %llu (the stall monitor's, docs/monitor.md)\n\n",
+           any ? "" : " nothing", c->preempted, c->counts[USCHED__TEV_stall]);
     print_latency("wake-up latency", &c->wake);
     print_latency("spawn to first run", &c->spawn);
     printf("%-22s %lu crossed an LLC, %lu landed beside a busy SMT sibling (of %lu)\n", "wake-ups", c->xllc,
