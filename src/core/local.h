@@ -49,8 +49,10 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
      * queue, where a preempted goroutine goes, as often); half-way between
      * the global queue's turns, since a preemption sets the tick to the
      * next of those. */
-    if (w->bound_head && (w->bound_yielded ? w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2
-                                           : (w->tick & 1) || !usched__ring_len(&w->ring))) {
+    if (w->bound_head &&
+        (w->bound_yielded ? (!usched__ring_len(&w->ring) && !atomic_load_explicit(&s->gq_n, memory_order_relaxed)) ||
+                                w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2
+                          : (w->tick & 1) || !usched__ring_len(&w->ring))) {
         w->bound_yielded = 0;
         return usched__wk_bound_get(w);
     }
