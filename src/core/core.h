@@ -445,9 +445,9 @@ bool usched__idle_claim(struct usched *s, int cpu);
  * idle if its siblings are. Inline for the topologies without SMT, where
  * every sync hand-off asks it. */
 bool usched__idle_beside_busy_smt(struct usched *s, int cpu, int gone);
-static inline bool usched__idle_beside_busy(struct usched *s, int cpu)
+static inline bool usched__idle_beside_busy(struct usched *s, int cpu, int gone)
 {
-    return s->smt && usched__idle_beside_busy_smt(s, cpu, -1);
+    return s->smt && usched__idle_beside_busy_smt(s, cpu, gone);
 }
 /* The policy's smt rule applies to the core's own choices (wakep, steal):
  * USCHED_OPS_SMT_RULE, an SMT machine, knob smt set. */

@@ -53,8 +53,7 @@ void usched__pol_warn(struct usched *s, const char *fmt, ...)
  * left both its own and its waker's LLC while one had an idle CPU. */
 static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int waker, bool sync)
 {
-    if (s->smt && usched__idle_beside_busy_smt(s, cpu, sync ? waker : -1))
-        usched__stat_inc(from, s, USCHED_STAT_smt_busy_sibling);
+    if (usched__idle_beside_busy(s, cpu, sync ? waker : -1)) usched__stat_inc(from, s, USCHED_STAT_smt_busy_sibling);
     /* On prev's or the waker's own CPU it is in their LLC (the sync
      * hand-off's case: no topology look-ups on that path). */
     if (cpu == prev || cpu == waker) return;
@@ -174,7 +173,7 @@ static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_t
         atomic_load_explicit(&self->inbox_n, memory_order_relaxed) ||
         atomic_load_explicit(&self->nbound, memory_order_relaxed))
         return false;
-    *beside_busy = usched__idle_beside_busy(s, self->cpu);
+    *beside_busy = usched__idle_beside_busy(s, self->cpu, -1);
     return !(*beside_busy && usched__knob_get(&s->knobs, USCHED_KNOB_smt));
 }
 

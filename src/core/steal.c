@@ -85,14 +85,14 @@ struct usched_task *usched__gq_pull(usched_t *s, struct usched__wk *w)
     struct usched_task *t = usched__gq_pop_locked(s);
     if (!t) return NULL;
     usched__stat_add(&w->stats, USCHED_STAT_global_pulls, 1);
-    if (usched__idle_beside_busy(s, w->cpu)) usched__stat_add(&w->stats, USCHED_STAT_global_busy_sibling, 1);
+    if (usched__idle_beside_busy(s, w->cpu, -1)) usched__stat_add(&w->stats, USCHED_STAT_global_busy_sibling, 1);
     return t;
 }
 
 /* Judges a successful steal (STYLE 17), as place.c judges wake-ups. */
 static void stolen(usched_t *s, struct usched__wk *w)
 {
-    if (usched__idle_beside_busy(s, w->cpu)) usched__stat_add(&w->stats, USCHED_STAT_steal_busy_sibling, 1);
+    if (usched__idle_beside_busy(s, w->cpu, -1)) usched__stat_add(&w->stats, USCHED_STAT_steal_busy_sibling, 1);
 }
 
 /* Steals from victims in the policy's order (the topology order by default,
