@@ -161,6 +161,18 @@ static inline void pt_mb_wait(struct pt_mbox *m)
     usched__block(pt_mb_unlock, m);
 }
 
+/* Returns once a fiber waits on the mailbox, yielding meanwhile. */
+static inline void pt_mb_await_waiter(struct pt_mbox *m)
+{
+    for (;;) {
+        pt_mb_lock(m);
+        bool waiting = m->waiter != NULL;
+        pt_mb_unlock(m);
+        if (waiting) return;
+        usched_yield();
+    }
+}
+
 /* Posts the mailbox: returns its waiter, to be woken by the caller, or NULL
  * (no waiter: the next wait returns at once). */
 static inline usched_task_t *pt_mb_take(struct pt_mbox *m)

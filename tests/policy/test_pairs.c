@@ -53,11 +53,17 @@ static void pp_fn(void *arg)
             ASSERT_OK(usched_set(pp->s, "knobs", "affine=0"));
             pp->sync_at_knob = pt_stat(pp->s, "place_sync");
         }
-        /* A post that finds the other side not yet waiting wakes nobody:
-         * only real wake-ups reach the policy, and it sees a pair (without
-         * the hint) once each side's last wake-up came from the other. */
+        /* A post that found the other side not yet waiting would wake
+         * nobody, and the policy sees a pair (without the hint) only once
+         * each side's last wake-up came from the other. On a loaded
+         * machine one side running apart could post before the other had
+         * parked, round after round, and the pair would never form (a CI
+         * run saw same_cpu=0 with every wake-up one-sided): each side
+         * waits until the other has parked, as a ping-pong's answer
+         * would, yielding so that a partner queued on this CPU runs. */
+        pt_mb_await_waiter(&pp->mb[other]);
         usched_task_t *t = pt_mb_take(&pp->mb[other]);
-        if (!t) continue;
+        ASSERT(t != NULL);
         if (atomic_load(&pp->woken_by[me]) == other && atomic_load(&pp->woken_by[other]) == me)
             atomic_fetch_add(&pp->pair_wakes, 1);
         atomic_store(&pp->woken_by[other], me);
