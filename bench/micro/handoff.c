@@ -4,8 +4,10 @@
  * steps through the code between two calls of handoff_mark()):
  *   pingpong  two fibers, round trips over two rendezvous channels
  *   spawn     a fiber spawns an empty fiber and joins it
+ *   yield     two fibers bound to the CPU yield to each other (usched bench
+ *             yield); a mark per yield of one of them, so two switches
  * One worker (topology "pack:1 core:1 pu:1"), so the whole path runs on
- * one thread. Usage: bench_handoff pingpong|spawn [iterations [topology]]
+ * one thread. Usage: bench_handoff pingpong|spawn|yield [iterations [topology]]
  * A topology of two CPUs in one LLC ("pack:1 l3:1 core:2 pu:1") takes the
  * path of the 2-CPU benchmark machine: with a one-CPU LLC every wake-up
  * counts as wide (the wake_wide factor is the LLC size, 1), and the
@@ -78,13 +80,21 @@ static void spawner(void *arg)
     }
 }
 
+static void yielder(void *arg)
+{
+    for (long i = 0; i < iters; i++) {
+        if (arg) handoff_mark(i);
+        usched_yield();
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "pingpong";
     iters = argc > 2 ? atol(argv[2]) : 100000;
     const char *topo = argc > 3 ? argv[3] : "pack:1 core:1 pu:1";
-    if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn"))) {
-        fprintf(stderr, "usage: bench_handoff pingpong|spawn [iterations > 0 [topology]]\n");
+    if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn") && strcmp(what, "yield"))) {
+        fprintf(stderr, "usage: bench_handoff pingpong|spawn|yield [iterations > 0 [topology]]\n");
         return 2;
     }
     usched_t *s;
@@ -98,6 +108,9 @@ int main(int argc, char **argv)
             die("chan_create", rc);
         if ((rc = usched_spawn(s, &b, echo, NULL)) < 0) die("spawn", rc);
         if ((rc = usched_spawn(s, &a, pinger, NULL)) < 0) die("spawn", rc);
+    } else if (!strcmp(what, "yield")) {
+        if ((rc = usched_spawn_on(s, &b, 0, yielder, NULL)) < 0) die("spawn_on", rc);
+        if ((rc = usched_spawn_on(s, &a, 0, yielder, "mark")) < 0) die("spawn_on", rc);
     } else if ((rc = usched_spawn(s, &a, spawner, NULL)) < 0) {
         die("spawn", rc);
     }

@@ -59,7 +59,8 @@ enum { WK_RUNNING = 0, WK_PARKED = 2,
        WK_PARKED_POLL = 3 /* parked in the I/O backend (P1', park.c) */ };
 
 /* What the host does after a fiber switched back to it. */
-enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT };
+/* why the running fiber leaves its CPU (a preemption is a yield the fiber did not ask for) */
+enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT, POST_PREEMPT };
 
 struct usched_pol_ctx {
     struct usched *s;
@@ -192,9 +193,9 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
-    uint32_t preempting;                 /* leave() called by a preemption (the trace's stop) */
-    uint32_t bound_yielded;              /* a bound fiber yielded (or was preempted) onto the
-                                            bound list: it waits for the ring (local.h) */
+    uint32_t bound_behind;              /* a bound fiber was preempted (or demoted from the
+                                            next slot) onto the bound list: it waits for the
+                                            ring (local.h) */
     uint32_t rng;
     uint32_t lat_rng;                    /* wake-up latency sampling (trace.h): its random gaps, */
     uint32_t lat_left;                   /* and the wake-ups left until the next sample */

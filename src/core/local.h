@@ -6,8 +6,8 @@
  * Finding work, on each CPU, in order:
  *   inbox -> next slot (at most next_cap runs in a row while other fibers
  *   wait here) -> bound list / ring, newest first (the oldest every 31st
- *   pick; the global queue first every 61st; a bound fiber that yielded
- *   after the ring) -> global queue -> steal in the
+ *   pick; the global queue first every 61st; a bound fiber that was
+ *   preempted after the ring) -> global queue -> steal in the
  *   policy's order -> spin -> park (the last four: steal.c, park.c).
  */
 #ifndef USCHED_CORE_LOCAL_H
@@ -38,23 +38,25 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
             }
             /* Demote: a ping-pong pair must not starve the queue. */
             usched__stat_add(&w->stats, USCHED_STAT_next_demoted, 1);
-            usched__wk_queue_oldest(s, w, t);
+            usched__wk_queue_behind(s, w, t);
         }
     }
     w->next_runs = 0;
     /* The bound list every other pick, or when the ring is empty; after a
-     * bound fiber yielded (or was preempted), only when the ring and the
+     * bound fiber was preempted (or demoted from the next slot), only when the ring and the
      * global queue are empty (below), or once in USCHED_GLOBAL_EVERY picks
      * so an endless stream of work cannot starve it (Go checks its global
      * queue, where a preempted goroutine goes, as often); half-way between
      * the global queue's turns, since a preemption sets the tick to the
      * next of those. */
-    if (w->bound_head &&
-        (w->bound_yielded ? (!usched__ring_len(&w->ring) && !atomic_load_explicit(&s->gq_n, memory_order_relaxed)) ||
-                                w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2
-                          : (w->tick & 1) || !usched__ring_len(&w->ring))) {
-        w->bound_yielded = 0;
-        return usched__wk_bound_get(w);
+    if (w->bound_head) {
+        if (__builtin_expect(!w->bound_behind, 1)) {
+            if ((w->tick & 1) || !usched__ring_len(&w->ring)) return usched__wk_bound_get(w);
+        } else if ((!usched__ring_len(&w->ring) && !atomic_load_explicit(&s->gq_n, memory_order_relaxed)) ||
+                   w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2) {
+            w->bound_behind = 0;
+            return usched__wk_bound_get(w);
+        }
     }
     /* Work first: the newest fiber (the child spawned last, the fiber woken
      * last), so fork-join trees unfold depth first; every 31st pick the
@@ -64,9 +66,10 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
         usched__wk_prefetch_next(w);
         return t;
     }
-    if (w->bound_yielded && atomic_load_explicit(&s->gq_n, memory_order_relaxed) && (t = usched__gq_pull(s, w)))
-        return t;
-    w->bound_yielded = 0;
+    if (w->bound_behind) {
+        if (atomic_load_explicit(&s->gq_n, memory_order_relaxed) && (t = usched__gq_pull(s, w))) return t;
+        w->bound_behind = 0;
+    }
     return usched__wk_bound_get(w);
 }
 

@@ -72,20 +72,27 @@ static inline void usched__wk_queue(struct usched *s, struct usched__wk *w, stru
         usched__wk_ring_put(s, w, t);
 }
 
-/* Owner: t behind every fiber queued here (a yield, a demoted next slot):
- * the head end of the ring, which the owner's LIFO pop reaches last (and
- * thieves first), or the bound list. A full ring takes it at the tail. */
+/* Owner: t behind every fiber queued here (a yield): the head end of the
+ * ring, which the owner's LIFO pop reaches last (and thieves first), or the
+ * bound list, picked every other time (find_local): a bound fiber's yield
+ * loop gets half its CPU. A full ring takes it at the tail. */
 static inline void usched__wk_queue_oldest(struct usched *s, struct usched__wk *w, struct usched_task *t)
 {
-    if (t->bound >= 0) {
-        /* Behind the ring's fibers too (find_local). Without this the
-         * bound list, picked every other time, ran a bound fiber preempted
-         * every preempt_us again after one other fiber, and requests
-         * arriving faster than that waited for the FIFO pick (1 in 31). */
+    if (t->bound >= 0)
         usched__wk_bound_put(w, t);
-        w->bound_yielded = 1;
-    } else if (!usched__ring_len(&w->ring) || usched__ring_push_head(&w->ring, t) < 0)
+    else if (!usched__ring_len(&w->ring) || usched__ring_push_head(&w->ring, t) < 0)
         usched__wk_ring_put(s, w, t); /* alone (same order, no CAS) or full */
+}
+
+/* Owner: t behind every fiber queued here, a bound one behind the ring and
+ * the global queue too (a preemption, a demoted next slot). Without this
+ * the bound list, picked every other time, ran a bound fiber preempted
+ * every preempt_us again after one other fiber, and requests arriving
+ * faster than that waited for the ring's FIFO pick (1 in 31). */
+static inline void usched__wk_queue_behind(struct usched *s, struct usched__wk *w, struct usched_task *t)
+{
+    usched__wk_queue_oldest(s, w, t);
+    if (t->bound >= 0) w->bound_behind = 1;
 }
 
 /*

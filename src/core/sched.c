@@ -288,7 +288,7 @@ static USCHED__HOT_INLINE void finish_prev(usched_t *s, struct usched__wk *w)
     if (s->ops->stopping) {
         struct usched_task_info ti;
         usched__task_info_fill(t, &ti, 0);
-        struct usched_cpu_event ev = {.size = sizeof ev, .flags = post == POST_YIELD ? USCHED_EV_RUNNABLE : 0,
+        struct usched_cpu_event ev = {.size = sizeof ev, .flags = post == POST_YIELD || post == POST_PREEMPT ? USCHED_EV_RUNNABLE : 0,
                                       .cpu = w->cpu, .task = &ti};
         s->ops->stopping(&s->pol, &ev);
     }
@@ -299,6 +299,13 @@ static USCHED__HOT_INLINE void finish_prev(usched_t *s, struct usched__wk *w)
             usched__gq_push(s, t);
         else
             usched__wk_queue_oldest(s, w, t); /* behind every other fiber here */
+        break;
+    case POST_PREEMPT: /* a yield, but a bound hog waits for the queues */
+        usched__stat_add(&w->stats, USCHED_STAT_yields, 1);
+        if (s->yield_shared && t->bound < 0)
+            usched__gq_push(s, t);
+        else
+            usched__wk_queue_behind(s, w, t);
         break;
     case POST_BLOCK:
         if (w->post_fn) w->post_fn(w->post_arg);
@@ -326,7 +333,7 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     struct usched_task *t = w->cur;
     usched_t *s = t->s;
     struct usched_task *next = usched__find_local(s, w);
-    if (!next && post == POST_YIELD) {
+    if (!next && (post == POST_YIELD || post == POST_PREEMPT)) {
         if (!yield_look(w)) return; /* nothing else to run here */
         next = usched__find_local(s, w);
         yield_looked(w, next != NULL);
@@ -334,9 +341,7 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     }
     sched_seq_bump(w, memory_order_relaxed); /* S1: a switch starts (monitor.c) */
     /* t->blk is set by every block (usched__block_on), read only for one */
-    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0,
-                  w->preempting ? USCHED__TSTOP_PREEMPT : post); /* before the next run's event */
-    w->preempting = 0;
+    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0, post); /* before the next run's event */
     w->prev = t;
     w->post = post;
     w->post_fn = fn;
@@ -370,9 +375,7 @@ void usched__preempt_leave(struct usched__wk *w)
     if (usched__timers_pending(&w->timers)) usched__timers_run(&w->timers, usched__now_ns());
     w->ypoll = w->yevery;
     w->tick += USCHED_GLOBAL_EVERY - 1 - w->tick % USCHED_GLOBAL_EVERY; /* find_local: gq first */
-    w->preempting = 1; /* the trace's stop says "preempted" */
-    leave(w, POST_YIELD, NULL, NULL);
-    usched__self_wk()->preempting = 0; /* leave found nothing else to run (else it is 0) */
+    leave(w, POST_PREEMPT, NULL, NULL);
 }
 
 void *usched__worker_main(void *arg)

@@ -714,5 +714,5 @@ void usched__trace_io_wait(int fd)
 }
 
 _Static_assert((int)POST_YIELD == (int)USCHED__TSTOP_YIELD && (int)POST_BLOCK == (int)USCHED__TSTOP_BLOCK &&
-                   (int)POST_EXIT == (int)USCHED__TSTOP_EXIT,
+                   (int)POST_EXIT == (int)USCHED__TSTOP_EXIT && (int)POST_PREEMPT == (int)USCHED__TSTOP_PREEMPT,
                "trace stop codes are the worker's post codes");

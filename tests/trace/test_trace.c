@@ -18,7 +18,9 @@
  *   bounded   trace_mb: a file trace past it drops events and says so; a
  *             flight recorder (trace_mode=ring) keeps its last trace_mb
  *             MiB, dropping none; usched_trace_dump while running; SIGUSR2
- *             (trace_signal) and a stall (trace_stall_dump) write FILE.N
+ *             (trace_signal) and a stall (trace_stall_dump) write FILE.N;
+ *             a preemption on one CPU ends its slice with "preempted",
+ *             counted by the summary as the scheduler counted it
  *   large     a workload traced for more than a second, read back under a
  *             memory limit (ulimit -v; not under sanitizers, whose shadow
  *             memory needs more address space): the summary's event counts
@@ -505,6 +507,35 @@ static usched_t *traced(const char *path, const char *const *kv)
     return s;
 }
 
+/* The number after `key` in text (which must hold it). */
+static unsigned long long after(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    if (!p) TEST_FAIL_("'%s' not in:\n%s", key, text);
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* One CPU: a spinner and a fiber that waits, yielding, until the spinner
+ * has started, then stops it: it can run only once the spinner is
+ * preempted. */
+struct spin {
+    _Atomic int started, stop;
+};
+
+static void spinner(void *arg)
+{
+    struct spin *sp = arg;
+    atomic_store(&sp->started, 1);
+    while (!atomic_load_explicit(&sp->stop, memory_order_relaxed)) __asm__ volatile("");
+}
+
+static void spin_stopper(void *arg)
+{
+    struct spin *sp = arg;
+    while (!atomic_load(&sp->started)) usched_yield();
+    atomic_store(&sp->stop, 1);
+}
+
 #define LIMIT (1l << 20) /* trace_mb=1 */
 #define SLACK (8l << 10)  /* the header */
 
@@ -580,19 +611,29 @@ static void test_bounded(void)
     unlink(one);
     unlink(mid);
     unlink(path);
+
+    /* A preemption: the preempted slice's end says so, and the summary
+     * counts it. One CPU, so the fiber that asked for it cannot be taken
+     * elsewhere meanwhile: every preemption the scheduler counted
+     * switched to it. */
+    s = traced(path, (const char *const[]){"topology", "pack:1 core:1 pu:1", "knobs", "preempt_us=1000", NULL});
+    struct spin sp = {0};
+    ASSERT_OK(usched_spawn(s, NULL, spinner, &sp));
+    ASSERT_OK(usched_spawn(s, NULL, spin_stopper, &sp));
+    ASSERT_OK(usched_wait(s));
+    uint64_t preempts = 0;
+    ASSERT_OK(usched_stat(s, "preempts", &preempts));
+    ASSERT_OK(usched_destroy(s));
+    ASSERT_GE(preempts, 1);
+    r = summarise(path, "preemption");
+    ASSERT_EQ_U(after(r.out, "\npreempted "), preempts);
+    test_run_free(r);
+    unlink(path);
 }
 
 /* ---- a trace of real size ------------------------------------------------------------------ */
 
 #define PAIRS 4
-
-/* The number after `key` in text (which must hold it). */
-static unsigned long long after(const char *text, const char *key)
-{
-    const char *p = strstr(text, key);
-    if (!p) TEST_FAIL_("'%s' not in:\n%s", key, text);
-    return strtoull(p + strlen(key), NULL, 10);
-}
 
 static void spawner(void *arg)
 {
