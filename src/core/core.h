@@ -393,6 +393,7 @@ void usched__cancel_owaiters(struct usched *s);
 /* Places t (a spawn or a wake-up), decided on `self`: the calling thread's
  * worker of s, or NULL from outside (or from a worker of another scheduler). */
 void usched__place_on(struct usched *s, struct usched__wk *self, struct usched_task *t, unsigned flags);
+void usched__place_fork(struct usched *s, struct usched__wk *self, struct usched_task *t);
 void usched__task_info_fill(const struct usched_task *t, struct usched_task_info *ti,
                             uint32_t flags);
 /* The home of descriptor fd (io_poller=percpu), asked on me, the waiting

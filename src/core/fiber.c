@@ -194,7 +194,10 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
 
-    usched__place_on(s, w, t, USCHED_SEL_FORK);
+    if (w && bound < 0 && (s->ops->flags & USCHED_OPS_FORK_NEXT))
+        usched__place_fork(s, w, t); /* the policy's declared answer to a spawn by a fiber (policy.h) */
+    else
+        usched__place_on(s, w, t, USCHED_SEL_FORK);
     return 0;
 }
 

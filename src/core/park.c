@@ -138,7 +138,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
  * first, nearest first: the new work then starts beside no busy sibling.
  * s->waking (0/1) keeps a burst of spawns from waking every CPU at once;
  * the woken worker clears it. */
-bool usched__wk_wakep(usched_t *s, struct usched__wk *from, int near)
+bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
 {
     /* W2 for work published with plain stores [model: WP1] (an owner's put into its
      * empty next slot, its ring's tail): without it the store could still

@@ -112,7 +112,14 @@ bool usched__park(struct usched *s, struct usched__wk *w, bool renew,
 bool usched__wk_wake_parked(struct usched *s, struct usched__wk *from, int cpu);
 /* Wakes one parked CPU, nearest to `near` first, when nobody spins (Go's
  * wakep; park.c). True: it woke one. */
-bool usched__wk_wakep(struct usched *s, struct usched__wk *from, int near);
+bool usched__wk_wakep_any(struct usched *s, struct usched__wk *from, int near);
+static inline bool usched__wk_wakep(struct usched *s, struct usched__wk *from, int near)
+{
+    /* The only worker, running: nobody to wake, and no fence to pay (a
+     * spawn on one CPU called wakep for every child). */
+    if (from && s->ncpus == 1) return false;
+    return usched__wk_wakep_any(s, from, near);
+}
 /* Wakes every worker (shutdown). */
 void usched__wk_kick_all(struct usched *s);
 /* W-M's wake-up of the stall monitor sleeping at M3 (monitor.c), also its

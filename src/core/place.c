@@ -193,6 +193,33 @@ static void place_reused(usched_t *s, struct usched__wk *self, struct usched_tas
     usched__wk_local_put(s, self, t, USCHED_SLOT_NEXT); /* the slot is empty: nothing displaced */
 }
 
+/* t on self's own queues (r.slot: the next slot or the ring), for a spawn
+ * (fork) or a wake-up decided on the waker's CPU. */
+static inline void place_local(usched_t *s, struct usched__wk *self, struct usched_task *t, int slot, bool fork)
+{
+    usched__stat_add(&self->stats, USCHED_STAT_wake_local, 1);
+    /* Others may steal it: make sure an idle CPU is looking. A new fiber
+     * in the next slot counts too (Go wakes a P on every spawn): its
+     * parent may run on for long, and an idle CPU takes next slots on its
+     * last steal pass. Not for a burst, though: a spawn into a ring that
+     * held fibers already, after an earlier spawn of the same fiber in the
+     * same run called wakep for the ring. Then a thief is awake, a wake-up
+     * is in flight, or no CPU was parked; a thief that goes idle looks at
+     * the ring before it parks (P3), one that steals wakes the next while
+     * work is left, and a stalled spawner's queue gets one from the
+     * monitor (M5). wakep's fence and its read of nspinning, a line every
+     * spinning thief writes, were 11% of spawn's samples (perf, two CPUs). */
+    atomic_store_explicit(&self->next_spawn, fork, memory_order_relaxed);
+    if (usched__wk_local_put(s, self, t, slot)) {
+        if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
+            self->spawn_woke |= fork;
+            usched__wk_wakep(s, self, self->cpu);
+        }
+    } else if (fork) {
+        usched__wk_wakep(s, self, self->cpu);
+    }
+}
+
 /* The placement of a spawn (the spawner knows its worker) or a wake-up
  * (usched__wake looks it up, and tries a reused sync answer first). */
 void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *t, unsigned flags)
@@ -210,12 +237,8 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
         gen = atomic_load_explicit(&s->knobs.gen, memory_order_acquire); /* before the decision reads knobs */
     }
 
-    struct usched_select_result r;
-    if ((flags & USCHED_SEL_FORK) && self && t->bound < 0 && (s->ops->flags & USCHED_OPS_FORK_NEXT))
-        /* the policy's declared answer to a spawn by a fiber (policy.h) */
-        r = (struct usched_select_result){.cpu = waker, .reason = USCHED_REASON_LOCAL, .slot = USCHED_SLOT_NEXT};
-    else
-        r = decide(s, self, t, flags, waker);
+    /* (a spawn by a fiber under USCHED_OPS_FORK_NEXT takes usched__place_fork) */
+    struct usched_select_result r = decide(s, self, t, flags, waker);
     if (pairable && r.reason == USCHED_REASON_SYNC && r.slot == USCHED_SLOT_NEXT && r.cpu == waker &&
         t->bound < 0 && (s->ops->flags & USCHED_OPS_SYNC_REUSE)) {
         t->memo_waker = wf->id;
@@ -274,34 +297,24 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
         return;
     }
     if (r.cpu == waker) {
-        usched__stat_inc(self, s, USCHED_STAT_wake_local);
-        /* Others may steal it: make sure an idle CPU is looking. A new
-         * fiber in the next slot counts too (Go wakes a P on every spawn):
-         * its parent may run on for long, and an idle CPU takes next slots
-         * on its last steal pass. Not for a burst, though: a spawn into
-         * a ring that held fibers already, after an earlier spawn of the
-         * same fiber in the same run called wakep for the ring. Then a
-         * thief is awake, a wake-up is in flight, or no CPU was parked; a
-         * thief that goes idle looks at the ring before it parks (P3), one
-         * that steals wakes the next while work is left, and a stalled
-         * spawner's queue gets one from the monitor (M5). wakep's fence
-         * and its read of nspinning, a line every spinning thief writes,
-         * were 11% of spawn's samples (perf, two CPUs). */
-        bool fork = (flags & USCHED_SEL_FORK) != 0;
-        atomic_store_explicit(&self->next_spawn, fork, memory_order_relaxed);
-        if (usched__wk_local_put(s, self, t, r.slot)) {
-            if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
-                self->spawn_woke |= fork;
-                usched__wk_wakep(s, self, waker);
-            }
-        } else if (fork) {
-            usched__wk_wakep(s, self, waker);
-        }
+        place_local(s, self, t, r.slot, (flags & USCHED_SEL_FORK) != 0);
     } else {
         usched__wk_inbox_put(s, self, t, r.cpu);
         usched__stat_inc(self, s, USCHED_STAT_wake_remote);
     }
 }
+
+/* A spawn by a fiber under a policy whose answer to it is declared
+ * (USCHED_OPS_FORK_NEXT): the spawner's next slot, without the decision's
+ * general path (spawn() calls this instead of usched__place_on). */
+void usched__place_fork(usched_t *s, struct usched__wk *self, struct usched_task *t)
+{
+    USCHED__TRACE_T(s, self, USCHED__TEV_spawn, t->id, self->cur ? self->cur->id : 0, self->cpu,
+                    USCHED_REASON_LOCAL); /* before t is queued */
+    usched__stat_add(&self->stats, USCHED_STAT_place_bound + USCHED_REASON_LOCAL, 1);
+    place_local(s, self, t, USCHED_SLOT_NEXT, true);
+}
+
 
 usched__near_t usched__near_cpu(void)
 {
