@@ -4,13 +4,16 @@
  * steps through the code between two calls of handoff_mark()):
  *   pingpong  two fibers, round trips over two rendezvous channels
  *   spawn     a fiber spawns an empty fiber and joins it
+ *   spawnrun  a fiber spawns an empty fiber, yields so that the child runs
+ *             as a fiber (its own stack and context, an exit), then joins
+ *             it
  *   spawn8    a fiber spawns 8 empty fibers, then joins them in spawn
  *             order (usched bench spawn's batches, 1,000 there): a mark
  *             per batch, so divide by 8
  *   yield     two fibers bound to the CPU yield to each other (usched bench
  *             yield); a mark per yield of one of them, so two switches
  * One worker (topology "pack:1 core:1 pu:1"), so the whole path runs on
- * one thread. Usage: bench_handoff pingpong|spawn|spawn8|yield [iterations [topology]]
+ * one thread. Usage: bench_handoff pingpong|spawn|spawnrun|spawn8|yield [iterations [topology]]
  * A topology of two CPUs in one LLC ("pack:1 l3:1 core:2 pu:1") takes the
  * path of the 2-CPU benchmark machine: with a one-CPU LLC every wake-up
  * counts as wide (the wake_wide factor is the LLC size, 1), and the
@@ -83,6 +86,19 @@ static void spawner(void *arg)
     }
 }
 
+static void spawn_runner(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < iters; i++) {
+        handoff_mark(i);
+        usched_task_t *t;
+        int rc = usched_spawn(usched_self(), &t, nop, NULL);
+        if (rc < 0) die("spawn", rc);
+        usched_yield();
+        if ((rc = usched_join(t)) < 0) die("join", rc);
+    }
+}
+
 static void spawner8(void *arg)
 {
     (void)arg;
@@ -114,8 +130,8 @@ int main(int argc, char **argv)
     iters = argc > 2 ? atol(argv[2]) : 100000;
     const char *topo = argc > 3 ? argv[3] : "pack:1 core:1 pu:1";
     if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn") && strcmp(what, "spawn8") &&
-                       strcmp(what, "yield"))) {
-        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawn8|yield [iterations > 0 [topology]]\n");
+                       strcmp(what, "spawnrun") && strcmp(what, "yield"))) {
+        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawnrun|spawn8|yield [iterations > 0 [topology]]\n");
         return 2;
     }
     usched_t *s;
@@ -132,7 +148,11 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "yield")) {
         if ((rc = usched_spawn_on(s, &b, 0, yielder, NULL)) < 0) die("spawn_on", rc);
         if ((rc = usched_spawn_on(s, &a, 0, yielder, "mark")) < 0) die("spawn_on", rc);
-    } else if ((rc = usched_spawn(s, &a, strcmp(what, "spawn8") ? spawner : spawner8, NULL)) < 0) {
+    } else if ((rc = usched_spawn(s, &a,
+                                  !strcmp(what, "spawn8")     ? spawner8
+                                  : !strcmp(what, "spawnrun") ? spawn_runner
+                                                              : spawner,
+                                  NULL)) < 0) {
         die("spawn", rc);
     }
     if ((rc = usched_join(a)) < 0 || (b && (rc = usched_join(b)) < 0)) die("join", rc);

@@ -147,6 +147,11 @@ _Static_assert(offsetof(struct usched_task, pstate) + 32 <= 192,
 /* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
  * each group on lines of its own (asserted below), so that a cross-CPU
  * wake-up (inbox, inbox_n, state) never bounces the owner's hot lines. */
+/* Spare fibers a worker keeps (descriptor and stack together): enough for
+ * the children of a fork-join node (fib's 2, skynet's 10), joined before
+ * the next are spawned; a bound of 16 stacks per CPU beyond the caches. */
+#define USCHED_SPARES 16
+
 struct usched__wk {
     /* ---- queues (see rq.h for their own protocols) ---- */
     usched__ring_spmc_t ring;            /* owner push/pop, thieves steal */
@@ -216,6 +221,10 @@ struct usched__wk {
     struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
     usched__stack_cache_t stacks;
     usched__desc_cache_t descs;
+    /* Descriptors freed here that kept their stacks (fiber.c, task_free):
+     * the next spawns here take them whole, past both caches. */
+    int nspare;
+    struct usched_task *spare[USCHED_SPARES];
     usched__fctx_t host;
     struct usched *s;
     pthread_t thread;
@@ -387,6 +396,8 @@ void usched__fiber_exit(struct usched *s, struct usched__wk *w, struct usched_ta
 int usched__wait_live(struct usched *s, bool detect_deadlock);
 /* L3 (fiber.c): a worker out of local work gives its live credit back. */
 void usched__live_flush(struct usched *s, struct usched__wk *w);
+/* Returns a worker's spare fibers to its caches (an exiting worker; fiber.c). */
+void usched__spares_drain(struct usched__wk *w);
 void usched__cancel_owaiters(struct usched *s);
 
 /* Placement (place.c). */

@@ -23,8 +23,21 @@ static void task_free(struct usched__wk *w, struct usched_task *t)
     /* Atomic: a second (wrong) join may read it from another thread. */
     __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
     if (w && w->s != t->s) w = NULL;
+    if (w && w->nspare < USCHED_SPARES) {
+        w->spare[w->nspare++] = t; /* with its stack, for a spawn here (spawn) */
+        return;
+    }
     usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
     usched__desc_put(w ? &w->descs : NULL, t);
+}
+
+void usched__spares_drain(struct usched__wk *w)
+{
+    while (w->nspare) {
+        struct usched_task *t = w->spare[--w->nspare];
+        usched__stack_cache_put(&w->stacks, &t->stack);
+        usched__desc_put(&w->descs, t);
+    }
 }
 
 /*
@@ -158,17 +171,23 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     struct usched__wk *w = usched__self_wk();
     if (w && w->s != s) w = NULL;
     struct usched_task *t;
-    if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)
-        return usched__error(ENOMEM, "spawn: cannot allocate a fiber descriptor");
     /* The stack is reserved here, so that a spawn fails rather than a
      * fiber later; the CPU that first runs the fiber may trade it for its
      * own warmest one (sched.c, first_run), and one joined inline never
-     * touches it. */
+     * touches it. A spare fiber of this worker comes with both, a stack of
+     * this scheduler's size (task_free). */
     usched__stack_t st;
-    int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->stack_size, &st);
-    if (rc < 0) {
-        usched__desc_put(w ? &w->descs : NULL, t);
-        return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
+    if (w && w->nspare) {
+        t = w->spare[--w->nspare];
+        st = t->stack;
+    } else {
+        if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)
+            return usched__error(ENOMEM, "spawn: cannot allocate a fiber descriptor");
+        int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->stack_size, &st);
+        if (rc < 0) {
+            usched__desc_put(w ? &w->descs : NULL, t);
+            return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
+        }
     }
     /* Field by field (core.h): the join line whole, then what is read
      * before it is written; the context, the links and the rest are

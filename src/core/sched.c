@@ -392,6 +392,7 @@ void *usched__worker_main(void *arg)
         /* Back on the host: the fiber that switched here is in w->prev. */
         finish_prev(s, w);
     }
+    usched__spares_drain(w);
     usched__stack_cache_drain(&w->stacks);
     usched__desc_cache_drain(&w->descs);
     usched__stack_thread_fini();
