@@ -1,5 +1,6 @@
 #!/bin/sh
-# The dependency checkers find what they exist to find: a tree with planted
+# The dependency checkers (scripts/check-includes.sh, check-calls.sh and
+# check-floors.sh) find what they exist to find: a tree with planted
 # violations must fail each check with one line per violation, and the same
 # tree without them must pass.
 #
@@ -70,5 +71,54 @@ echo 'core io usched__io_fn  # gone' >> "$t/known"
 expect_exit 1 "$t/out" sh "$root/scripts/check-calls.sh" "$root/scripts/check-includes.sh" "$t/known" $objs
 expect_line "$t/out" 'core io usched__io_fn" is listed as a known crossing but no object makes it'
 
+# ---- floors of the core ----
+# high.c on floor 3, mid.c on 1, low.c and low2.c on 0: a clean tree, then an
+# upward call (low.c -> high.c), an upward include (low2.c of high.h), a
+# circle on one floor (low.c <-> low2.c) and a file without a floor.
+f=$t/floors
+mkdir -p "$f/src/core" "$f/obj/src/core" "$f/obj/src/base"
+printf '3 high.c high.h\n1 mid.c\n0 low.c low.h low2.c\n' > "$f/table"
+printf 'int usched__high_fn(void);\n' > "$f/src/core/high.h"
+printf 'int usched__low_fn(void);\n' > "$f/src/core/low.h"
+printf '#include "core/low.h"\nint usched__high_fn(void) { return 3; }\n' > "$f/src/core/high.c"
+printf '#include "core/low.h"\nint usched__mid_fn(void) { return usched__low_fn(); }\n' > "$f/src/core/mid.c"
+printf 'int usched__low_fn(void) { return 0; }\n' > "$f/src/core/low.c"
+printf 'int usched__low2_fn(void) { return 0; }\n' > "$f/src/core/low2.c"
+printf 'int usched__high_fn(void);\nint usched__base_fn(void) { return usched__high_fn(); }\n' > "$f/b.c"
+floors_build() {
+    for c in high mid low low2; do
+        "$cc" -c -I "$f/src" -o "$f/obj/src/core/$c.c.o" "$f/src/core/$c.c"
+    done
+    "$cc" -c -o "$f/obj/src/base/b.c.o" "$f/b.c"     # another area: check-calls.sh's
+}
+fobjs="$f/obj/src/core/high.c.o $f/obj/src/core/mid.c.o $f/obj/src/core/low.c.o $f/obj/src/core/low2.c.o $f/obj/src/base/b.c.o"
+floors_build
+: > "$t/known"
+# shellcheck disable=SC2086
+expect_exit 0 "$t/out" sh "$root/scripts/check-floors.sh" "$f/table" "$t/known" "$f" $fobjs
+printf 'int usched__high_fn(void);\nint usched__low2_fn(void);\n' > "$f/src/core/low.c"
+printf 'int usched__low_fn(void) { return usched__high_fn() + usched__low2_fn(); }\n' >> "$f/src/core/low.c"
+printf '#include "core/high.h"\n#include "core/low.h"\n' > "$f/src/core/low2.c"
+printf 'int usched__low2_fn(void) { return usched__low_fn(); }\n' >> "$f/src/core/low2.c"
+floors_build
+# shellcheck disable=SC2086
+expect_exit 1 "$t/out" sh "$root/scripts/check-floors.sh" "$f/table" "$t/known" "$f" $fobjs
+expect_line "$t/out" '^src/core/low.c: uses usched__high_fn \(src/core/high.c\): low.c \(floor 0\) may not call high.c \(floor 3\)'
+expect_line "$t/out" '^src/core/low2.c:1: #include core/high.h: low2.c \(floor 0\) may not include high.h \(floor 3\)'
+expect_line "$t/out" '^src/core: low.c low2.c call each other in a circle'
+[ "$(grep -c 'may not' "$t/out")" -eq 2 ] || { fail "not exactly 2 floor violations:"; cat "$t/out"; }
+[ "$(grep -c 'circle' "$t/out")" -eq 1 ] || { fail "not exactly 1 circle:"; cat "$t/out"; }
+printf 'call low.c high.c usched__high_fn  # planted\ninclude low2.c high.h  # planted\ncircle low2.c low.c  # planted\n' > "$t/known"
+# shellcheck disable=SC2086
+expect_exit 0 "$t/out" sh "$root/scripts/check-floors.sh" "$f/table" "$t/known" "$f" $fobjs
+echo 'call mid.c high.c usched__high_fn  # gone' >> "$t/known"
+# shellcheck disable=SC2086
+expect_exit 1 "$t/out" sh "$root/scripts/check-floors.sh" "$f/table" "$t/known" "$f" $fobjs
+expect_line "$t/out" 'call mid.c high.c usched__high_fn" is listed as a known exception but is not found'
+printf 'int usched__new_fn(void);\n' > "$f/src/core/new.h"
+# shellcheck disable=SC2086
+expect_exit 1 "$t/out" sh "$root/scripts/check-floors.sh" "$f/table" "$t/known" "$f" $fobjs
+expect_line "$t/out" '^src/core/new.h: has no floor in '
+
 [ "$fails" -eq 0 ] || { echo "planted: $fails check(s) failed"; exit 1; }
-echo "planted: the include and call checkers find every planted violation"
+echo "planted: the include, call and floors checkers find every planted violation"
