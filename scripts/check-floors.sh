@@ -51,17 +51,7 @@ table_name=$table known_name=$known
 table=$(cd "$(dirname "$table")" && pwd)/$(basename "$table")
 known=$(cd "$(dirname "$known")" && pwd)/$(basename "$known")
 
-normalise() { # a path with ./ and ../ folded
-    printf '%s\n' "$1" | awk -F/ '{
-        n = 0
-        for (i = 1; i <= NF; i++) {
-            if ($i == "." || $i == "") continue
-            if ($i == ".." && n > 0 && p[n] != "..") { n--; continue }
-            p[++n] = $i
-        }
-        s = p[1]; for (i = 2; i <= n; i++) s = s "/" p[i]; print s
-    }'
-}
+. "$(dirname "$0")/paths.sh" # normalise
 
 # One record a line:
 #   F FILE               a file of src/core

@@ -66,17 +66,7 @@ allowed() { # allowed FROM TO
     return 1
 }
 
-normalise() { # a path with ./ and ../ folded
-    printf '%s\n' "$1" | awk -F/ '{
-        n = 0
-        for (i = 1; i <= NF; i++) {
-            if ($i == "." || $i == "") continue
-            if ($i == ".." && n > 0 && p[n] != "..") { n--; continue }
-            p[++n] = $i
-        }
-        s = p[1]; for (i = 2; i <= n; i++) s = s "/" p[i]; print s
-    }'
-}
+. "$(dirname "$0")/paths.sh" # normalise
 
 found=$(mktemp)
 trap 'rm -f "$found"' EXIT
