@@ -221,7 +221,7 @@ struct usched__wk {
     struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
     usched__stack_cache_t stacks;
     usched__desc_cache_t descs;
-    /* Descriptors freed here that kept their stacks (fiber.c, task_free):
+    /* Descriptors freed here that kept their stacks (retire.h, usched__task_free):
      * the next spawns here take them whole, past both caches. */
     int nspare;
     struct usched_task *spare[USCHED_SPARES];
@@ -392,12 +392,7 @@ void *usched__worker_main(void *arg);
 void usched__fiber_entry(void *arg);
 
 /* Fiber lifecycle (fiber.c). */
-void usched__fiber_exit(struct usched *s, struct usched__wk *w, struct usched_task *t);
 int usched__wait_live(struct usched *s, bool detect_deadlock);
-/* L3 (fiber.c): a worker out of local work gives its live credit back. */
-void usched__live_flush(struct usched *s, struct usched__wk *w);
-/* Returns a worker's spare fibers to its caches (an exiting worker; fiber.c). */
-void usched__spares_drain(struct usched__wk *w);
 void usched__cancel_owaiters(struct usched *s);
 
 /* Placement (place.c). */

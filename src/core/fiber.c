@@ -1,8 +1,9 @@
 /*
  * The fiber lifecycle: spawn (a descriptor from the pool and a reserved
- * stack, placed by place.c), exit (wake the joiner, release the stack), join
- * (inline when the child has not started, else block), and waiting for
- * every fiber to finish (usched_wait, usched_destroy).
+ * stack, placed by place.c), join (inline when the child has not started,
+ * else block), and waiting for every fiber to finish (usched_wait,
+ * usched_destroy). A fiber's exit and the release of its descriptor and
+ * stack are retire.c's, below the worker loop that calls them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,33 +13,7 @@
 #include "base/error.h"
 #include "base/export.h"
 #include "core/queue.h"
-
-/* Returns the stack and descriptor of a fiber nobody refers to any more,
- * to the caches of w: the calling thread's worker as just read (NULL from
- * outside; a worker of another scheduler counts as outside). */
-static void task_free(struct usched__wk *w, struct usched_task *t)
-{
-    /* A fiber that never ran on a worker (joined inline) has no context. */
-    if (t->cpu != -1) usched__fctx_destroy(&t->fctx);
-    /* Atomic: a second (wrong) join may read it from another thread. */
-    __atomic_store_n(&t->magic, USCHED_TASK_DEAD, __ATOMIC_RELAXED);
-    if (w && w->s != t->s) w = NULL;
-    if (w && w->nspare < USCHED_SPARES) {
-        w->spare[w->nspare++] = t; /* with its stack, for a spawn here (spawn) */
-        return;
-    }
-    usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
-    usched__desc_put(w ? &w->descs : NULL, t);
-}
-
-void usched__spares_drain(struct usched__wk *w)
-{
-    while (w->nspare) {
-        struct usched_task *t = w->spare[--w->nspare];
-        usched__stack_cache_put(&w->stacks, &t->stack);
-        usched__desc_put(&w->descs, t);
-    }
-}
+#include "core/retire.h"
 
 /*
  * The join protocol: one atomic word (jstate, USCHED__J_* in core.h) in place
@@ -64,85 +39,6 @@ void usched__spares_drain(struct usched__wk *w)
  *       The exit touches the descriptor last at its fetch-or (it reads
  *       joiner and owaiter before, once WAIT is seen, after it).
  */
-
-/*
- * The live count without a shared read-modify-write per spawn and exit.
- * s->live = fibers alive + the sum of the workers' live_credit, so it never
- * reads lower than the number of fibers alive, and reads 0 only when no
- * fiber is alive and every credit is back:
- *   L1. a spawn on a worker takes one from its credit, after adding
- *       LIVE_BATCH to s->live when the credit was empty (outside threads add
- *       1 to s->live);
- *   L2. an exit on a worker adds one to its credit, and gives back all but
- *       LIVE_BATCH of it once it passes 2 * LIVE_BATCH;
- *   L3. a worker that runs out of local work gives all its credit back
- *       (find_work, before it spins or parks);
- *   L4. whoever brings s->live to 0 (acq_rel: every exit's effects happen
- *       before the waiter's acquire load) wakes usched_wait/destroy.
- * A fiber's spawn and exit thus cost one shared RMW per LIVE_BATCH, not
- * two each (the spawn benchmark's children exit on the thief's CPU, so the
- * line would bounce). usched_wait returns once the last worker with credit
- * idles, a spin later than with an exact count. 64: not tuned.
- */
-#define LIVE_BATCH 64u
-
-static void live_sub(usched_t *s, uint64_t n)
-{
-    if (atomic_fetch_sub_explicit(&s->live, n, memory_order_acq_rel) == n && /* L4 */
-        atomic_load_explicit(&s->nwaiting, memory_order_seq_cst)) {
-        atomic_fetch_add(&s->live_seq, 1);
-        usched__futex(&s->live_seq, FUTEX_WAKE, INT_MAX, NULL);
-    }
-}
-
-static void live_add(usched_t *s, struct usched__wk *w) /* L1 */
-{
-    if (!w) {
-        atomic_fetch_add_explicit(&s->live, 1, memory_order_relaxed);
-        return;
-    }
-    if (!w->live_credit) {
-        atomic_fetch_add_explicit(&s->live, LIVE_BATCH, memory_order_relaxed);
-        w->live_credit = LIVE_BATCH;
-    }
-    w->live_credit--;
-}
-
-/* One fiber fewer alive (on worker w). */
-static void live_done(usched_t *s, struct usched__wk *w) /* L2 */
-{
-    if (++w->live_credit > 2 * LIVE_BATCH) {
-        live_sub(s, w->live_credit - LIVE_BATCH);
-        w->live_credit = LIVE_BATCH;
-    }
-}
-
-void usched__live_flush(usched_t *s, struct usched__wk *w) /* L3 */
-{
-    uint64_t n = w->live_credit;
-    if (!n) return;
-    w->live_credit = 0;
-    live_sub(s, n);
-}
-
-void usched__fiber_exit(usched_t *s, struct usched__wk *w, struct usched_task *t)
-{
-    usched__stat_add(&w->stats, USCHED_STAT_exits, 1);
-    uint32_t old = atomic_fetch_or_explicit(&t->jstate, USCHED__J_DONE, memory_order_acq_rel); /* J3 */
-    if (old & USCHED__J_DETACHED) {
-        task_free(w, t);
-    } else if (old & USCHED__J_WAIT) {
-        /* The joiner frees t once woken (J5): read what is needed first. */
-        struct usched_task *j = t->joiner;
-        struct usched__owaiter *ow = t->owaiter;
-        if (j) usched__wake(j, USCHED__WAKE_SYNC | USCHED__WAKE_EXIT); /* a hand-off: this fiber is gone */
-        if (ow) {
-            atomic_store_explicit(&ow->done, 1, memory_order_release);
-            usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
-        }
-    }
-    live_done(s, w);
-}
 
 static uint64_t next_id(usched_t *s, struct usched__wk *w)
 {
@@ -209,7 +105,7 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
     t->id = next_id(s, w);
     if (!out) atomic_store_explicit(&t->jstate, USCHED__J_JOINED | USCHED__J_DETACHED, memory_order_relaxed); /* J1 */
-    live_add(s, w);
+    usched__live_add(s, w);
     if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
 
@@ -374,8 +270,8 @@ static bool join_inline(struct usched__wk *w, struct usched_task *t)
     usched__stat_add(&w->stats, USCHED_STAT_joins_inline, 1);
     /* No exit will come (it never started on a worker): the join frees it
      * (J5), with no atomic step. */
-    task_free(w, t);
-    live_done(s, w);
+    usched__task_free(w, t);
+    usched__live_done(s, w);
     return true;
 }
 
@@ -394,7 +290,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     } while (!atomic_compare_exchange_weak_explicit(&t->jstate, &st, st | USCHED__J_JOINED,
                                                     memory_order_acq_rel, memory_order_relaxed)); /* J2 */
     if (st & USCHED__J_DONE) {
-        task_free(w, t); /* exited before the join (J5) */
+        usched__task_free(w, t); /* exited before the join (J5) */
         return 0;
     }
     if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
@@ -417,7 +313,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         /* Cancelled waiters were unlinked by destroy, which may have freed s. */
         if (result == 0) owaiter_unlink(s, &ow);
     }
-    if (result == 0) task_free(usched__self_wk(), t); /* J5; the joiner may have moved while it waited */
+    if (result == 0) usched__task_free(usched__self_wk(), t); /* J5; the joiner may have moved while it waited */
     return result;
 }
 

@@ -74,6 +74,7 @@
 #include "base/export.h"
 #include "core/local.h"
 #include "core/preempt.h"
+#include "core/retire.h"
 
 /* ---- fibers on this worker ------------------------------------------------- */
 
@@ -211,7 +212,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
         return t;
     }
     usched__wk_go_idle(s, w);
-    usched__live_flush(s, w); /* L3 (fiber.c) */
+    usched__live_flush(s, w); /* L3 (retire.h) */
     return usched__find_idle(s, w); /* steal.c */
 }
 
