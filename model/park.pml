@@ -14,7 +14,13 @@
  * on the global queue at the start); the stall monitor, which looks once
  * per period and sleeps while every worker is parked. Numbers of fibers
  * are counts: the protocol never looks at which fiber is where. SPAWNS_ONLY
- * leaves the fibers only their spawns (the three-worker configuration).
+ * leaves the fibers only their spawns and, with IO or TIMERS, their waits.
+ *
+ * IO adds the I/O poller (io_poller=percpu; IO_SHARED: one set and its
+ * poller role): fibers that wait on descriptors, a kernel that makes them
+ * ready, CPUs that park in their set (PARKED_POLL), polls, and the break
+ * of a blocked poll. TIMERS adds fibers that sleep on their CPU's timers,
+ * and the park's deadline.
  *
  * Memory order: SPIN interleaves sequentially consistently. The code's plain
  * stores that matter (an owner's put into its next slot or ring) go into a
@@ -44,6 +50,8 @@
 
 #define RUNNING 0
 #define PARKED  1
+#define PARKED_POLL 2           /* blocked in its epoll set (the I/O poller) */
+#define ISPARKED(c) (state[c] != RUNNING)
 
 byte state[N];                  /* wk->state */
 byte nparked, nspinning, waking;
@@ -56,6 +64,50 @@ byte gq;                        /* the global queue */
 byte budget = NF;               /* hand-offs still to make */
 byte hogs_left = NHOG;
 bool mon_idle;                  /* the monitor sleeps (M1-M3) */
+
+#ifdef TIMERS
+/* Timers (timer.c): a fiber sleeps with a timer on its own CPU's heap (only
+ * the running fiber adds one, sched.c usched__timer_add); the worker fires
+ * the due ones at the top of each idle pass (steal.c usched__find_idle),
+ * each waking its fiber through the policy; a park waits until the
+ * earliest one [model: TMR]. */
+#ifndef NT
+#define NT 1                    /* sleeps the fibers may make in all */
+#endif
+byte tmr_budget = NT;
+byte tmr[N];                    /* timers pending on the CPU's heap */
+#ifdef MUT_TMR
+#define DUE(me) 0
+#else
+#define DUE(me) (tmr[me] > 0)   /* the earliest timer's deadline (any time here) */
+#endif
+#else
+#define DUE(me) 0
+#endif
+
+#ifdef IO
+/* The I/O poller (src/io/poller.c, fd.c). io_poller=percpu (the default):
+ * set c is CPU c's; IO_SHARED: one set, set 0, and a poller role. */
+#ifdef IO_SHARED
+#define SET(c) 0
+#define NONE 255
+byte poller = NONE;             /* the role holder of set 0 (st->poller) */
+bool polled[N];                 /* a poll of the set since CPU c's deferral began */
+#define ROLE_FREE (poller == NONE)
+#else
+#define SET(c) (c)
+#define ROLE_FREE 1
+#endif
+#ifndef NIO
+#define NIO 2                   /* descriptor waits the fibers may make in all */
+#endif
+byte io_budget = NIO;
+byte nwait[N];                  /* st->nwaiters: read at P1' and P3'' */
+byte fdw[N];                    /* fibers blocked on a descriptor of the set, not ready */
+byte rdy[N];                    /* ready events queued in the set, not yet taken by a poll */
+bool evfd[N];                   /* the set's eventfd has a count */
+bool wake_sig[N];               /* st->wake_sig (B1, B3) */
+#endif
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -138,7 +190,11 @@ inline leave_parked(cpu, ok)
 {
     atomic {
         if
-        :: state[cpu] == PARKED -> state[cpu] = RUNNING; nparked--; ok = 1
+        :: ISPARKED(cpu) ->
+#ifdef IO
+            was = state[cpu];
+#endif
+            state[cpu] = RUNNING; nparked--; ok = 1
         :: else -> ok = 0
         fi
     };
@@ -150,12 +206,35 @@ inline leave_parked(cpu, ok)
 #endif
 }
 
+/* usched__wk_wake_parked: a waker moves `cpu` out of its parked state and,
+ * when it was PARKED_POLL, breaks the blocked poll (W3', poller.c io_break)
+ * [model: W3B]: B1, CAS wake_sig 0 -> 1 (the loser does nothing more: a
+ * write is outstanding); B2, the winner writes the eventfd. */
+inline wake_parked(cpu, ok)
+{
+    leave_parked(cpu, ok);
+#ifdef IO
+#ifndef MUT_W3B
+    if
+    :: ok && was == PARKED_POLL ->
+        if
+        :: atomic { !wake_sig[SET(cpu)] -> wake_sig[SET(cpu)] = 1 };   /* B1 */
+           evfd[SET(cpu)] = 1                                          /* B2 */
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi;
+#endif
+    was = 0
+#endif
+}
+
 /* W3: wake `cpu` if it is parked (queue.h, usched__wk_kick) [model: W3]. */
 inline kick(cpu, ok)
 {
 #ifndef MUT_W3
     if
-    :: state[cpu] == PARKED -> leave_parked(cpu, ok)
+    :: ISPARKED(cpu) -> wake_parked(cpu, ok)
     :: else -> ok = 0
     fi
 #else
@@ -177,7 +256,7 @@ inline wakep_body(ok)
             w = 0;
             do
             :: w < N && !ok -> if
-                               :: state[w] == PARKED -> leave_parked(w, ok)
+                               :: ISPARKED(w) -> wake_parked(w, ok)
                                :: else -> skip
                                fi;
                                w++
@@ -193,7 +272,7 @@ inline wakep_body(ok)
 #ifndef MUT_WP3
                 do
                 :: w < N && !ok -> if
-                                   :: state[w] == PARKED -> leave_parked(w, ok)
+                                   :: ISPARKED(w) -> wake_parked(w, ok)
                                    :: else -> skip
                                    fi;
                                    w++
@@ -220,12 +299,102 @@ inline wakep(me, ok)
     wakep_body(ok)
 }
 
+#if defined(IO) || defined(TIMERS)
+#ifdef IO
+/* A poll takes the ready events of set `st` (edge-triggered: each once);
+ * the fibers they wake leave the set's count at once (fd.c: when they run
+ * again, after usched__wq_wait; docs/model.md). */
+inline take(st)
+{
+    nev = rdy[st]; rdy[st] = 0; nwait[st] = nwait[st] - nev;
+#ifdef IO_SHARED
+    polled[0] = 1; polled[1] = 1;
+#if N == 3
+    polled[2] = 1;
+#endif
+#endif
+    skip
+}
+#endif
+
+/* The fibers of the events a poll took, woken through the policy (fd.c
+ * usched__pd_ready, usched__wake with USCHED_SEL_IO), each to any CPU (its
+ * previous one): another CPU's inbox (W1-W3), or this CPU's next slot (a
+ * wake-up, not a spawn) or ring, then wakep (place.c, place_local). */
+inline dispatch(me)
+{
+    do
+    :: nev > 0 ->
+        nev--;
+        select(t : 0 .. N - 1);
+        if
+        :: t != me -> handoff = 1; inbox[t]++; kick(t, ok)
+        :: else ->
+            nxt_spawn[me] = 0;
+            if
+            :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
+            :: else -> sb_ring[me]++
+            fi;
+            wakep(me, ok)
+        fi;
+        t = 0; ok = 0
+    :: else -> break
+    od
+}
+#endif
+
+#ifdef IO
+
+/* An idle CPU's non-blocking poll (poller.c io_poll_idle), while it spins:
+ * its own set (whoever holds the role), then, io_poller=percpu and its own
+ * set empty, a set whose owner is not blocked in it (left unpolled by a
+ * busy owner: IO_STEAL_AFTER_NS, any time here). */
+inline poll_idle(me)
+{
+    d_step {
+        nev = 0;
+        if
+        :: nwait[SET(me)] > 0 -> take(SET(me))
+        :: else -> skip
+        fi;
+#ifndef IO_SHARED
+        c = 0;
+        do
+        :: c < N && nev == 0 ->
+            if
+            :: c != me && nwait[c] > 0 && state[c] != PARKED_POLL -> take(c)
+            :: else -> skip
+            fi;
+            c++
+        :: else -> break
+        od;
+        c = 0
+#endif
+    };
+    dispatch(me)
+}
+#endif
+
 /* ---- a worker ------------------------------------------------------------------ */
+
+/* The woken worker clears `waking` (and the model its record of the state
+ * it left) */
+#ifdef IO
+#define WAKING0 atomic { waking = 0; was = 0 }
+#else
+#define WAKING0 waking = 0
+#endif
 
 proctype worker(byte me)
 {
     bool got, ok, vis, spinning, handoff, spawn_woke;
-    byte c, w, old, t;
+    byte c, w, old, t, was;
+#if defined(IO) || defined(TIMERS)
+    byte nev;
+#endif
+#ifdef IO
+    bool inpoll, evw, dfr, dns, renew;
+#endif
 
 top:
     try_all(me, got);
@@ -235,13 +404,28 @@ top:
     fi;
     do
     :: atomic { got = 0; vis = 0; ok = 0 };
+#ifdef TIMERS
+        /* the due timers (time passes: due or not yet) */
+        if
+        :: atomic { tmr[me] > 0 -> tmr[me]--; nev = 1 }; dispatch(me)
+        :: skip
+        fi;
+#endif
        /* spin, if fewer than half of the awake CPUs spin, or after a hand-off */
         atomic {
+#ifdef IO_SHARED
+            /* after a deferral that ran out: straight to the park checks */
+            if
+            :: renew -> goto decided
+            :: else -> skip
+            fi;
+#endif
             if
             :: 2 * nspinning < N - nparked || handoff -> nspinning++; spinning = 1
             :: else -> skip
             fi;
-            handoff = 0
+            handoff = 0;
+decided:    skip
         };
         if
         :: spinning ->
@@ -264,6 +448,9 @@ top:
                    goto exec
                :: else -> skip
                fi
+#ifdef IO
+            :: poll_idle(me)
+#endif
             :: break   /* the spin ran out */
             od;
             nspinning--;
@@ -272,8 +459,44 @@ top:
         fi;
         /* P1: nparked first, then the state [model: P1] */
         nparked++;
+#ifdef IO
+        /* P1': the poller role (poller.c io_claim), one step here: while
+         * fibers wait on the set, percpu: the CPU's own set's role, always;
+         * IO_SHARED: deferred while another CPU spins, or renewed after a
+         * deferral that ran out while another CPU is awake and the set was
+         * polled since; else the CAS of the role. */
+        atomic {
+            inpoll = 0; dfr = 0;
+            if
+            :: nwait[SET(me)] > 0 ->
+#ifdef IO_SHARED
+                if
+                :: poller == NONE ->
+                    if
+                    :: renew && dns && N > nparked && polled[me] -> dfr = 1
+                    :: else -> if :: nspinning > 0 -> dfr = 1 :: else -> skip fi
+                    fi
+                :: else -> skip
+                fi;
+                if
+                :: dfr -> dns = 1; polled[me] = 0
+                :: else ->
+                    dns = 0;
+                    if :: poller == NONE -> poller = me; inpoll = 1 :: else -> skip fi
+                fi
+#else
+                inpoll = 1
+#endif
+            :: else -> skip
+            fi;
+            renew = 0
+        };
+#define PSTATE (inpoll -> PARKED_POLL : PARKED)
+#else
+#define PSTATE PARKED
+#endif
 #ifndef MUT_P2
-        state[me] = PARKED;
+        state[me] = PSTATE;
         /* P2: full fence [model: P2] */
         flush(me);
         /* P3: re-check [model: P3] */
@@ -281,15 +504,27 @@ top:
 #else
         /* without P2's fence the seq_cst store may pass P3's loads */
         work_visible(me, vis);
-        state[me] = PARKED;
+        state[me] = PSTATE;
 #endif
 #ifdef MUT_P3
         vis = 0;
 #endif
+#if defined(IO) && !defined(IO_SHARED) && !defined(MUT_P3N)
+        /* P3'' (percpu): parking on the futex, a waiter in its own set
+         * added since P1' counts as work seen [model: P3N] */
+        vis = vis || (!inpoll && nwait[me] > 0);
+#endif
         if
         :: vis ->
+#ifdef IO_SHARED
+            /* P3 found work: give the role back (io_unclaim) [model: UNC] */
+#ifndef MUT_UNC
+            if :: inpoll -> poller = NONE :: else -> skip fi;
+#endif
+            inpoll = 0; dfr = 0;
+#endif
             leave_parked(me, ok);
-            waking = 0;
+            WAKING0;
             ok = 0;
             try_all(me, got);
             if
@@ -303,11 +538,55 @@ top:
             :: else -> skip
             fi
         :: else ->
-            /* P4: futex_wait(state, PARKED) */
-end_park:   (state[me] != PARKED);
+#ifdef IO
+            if
+            :: inpoll ->
+                /* P4': epoll_wait, until the eventfd has a count or an
+                 * event is ready; the events are taken here */
+end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) -> evw = evfd[SET(me)]; take(SET(me)) };
+#ifdef MUT_B3
+#ifdef IO_SHARED
+                poller = NONE;
+#endif
+#endif
+                /* B3: the role holder reads the eventfd, then clears
+                 * wake_sig, both before it gives the role up [model: B3] */
+                if
+                :: evw -> evfd[SET(me)] = 0; wake_sig[SET(me)] = 0; evw = 0
+                :: else -> skip
+                fi;
+#ifdef IO_SHARED
+                poller = NONE;
+#endif
+                leave_parked(me, ok);
+                WAKING0;
+                ok = 0;
+                inpoll = 0;
+                /* the events go out after unpark */
+                dispatch(me)
+            :: else ->
+                /* P4: futex_wait(state, PARKED), until a deferral's end
+                 * (IO_SHARED: at any time here) */
+#ifdef IO_SHARED
+end_park:       (state[me] != PARKED || dfr || DUE(me));
+#else
+end_park:       (state[me] != PARKED || DUE(me));
+#endif
+#ifdef IO_SHARED
+                renew = dfr && state[me] == PARKED;
+                dfr = 0;
+#endif
+                leave_parked(me, ok);
+                WAKING0;
+                ok = 0
+            fi
+#else
+            /* P4: futex_wait(state, PARKED), until the earliest timer */
+end_park:   (state[me] != PARKED || DUE(me));
             leave_parked(me, ok);
             waking = 0;
             ok = 0
+#endif
         fi
     od;
 
@@ -387,6 +666,41 @@ exec:
 #endif
         fi;
         ok = 0
+#ifdef IO
+    :: /* a wait on a descriptor of set t (fd.c usched__pd_wait), which
+        * becomes ready some time (fdw) or never (a silent peer): the
+        * waiter, then nwaiters++, a seq_cst read-modify-write, before the
+        * load of the home's state [model: FD2]; percpu, a home that is not
+        * this CPU: kick it if it is PARKED, to block in its set
+        * [model: FDK]; then the fiber blocks */
+        atomic { io_budget > 0 -> io_budget--;
+#ifdef IO_SHARED
+                 t = 0
+#else
+                 select(t : 0 .. N - 1)
+#endif
+        };
+#ifdef MUT_FD2
+        if :: t != me && state[t] == PARKED -> kick(t, ok) :: else -> skip fi;
+        atomic { nwait[t]++; if :: fdw[t]++ :: skip fi };
+#else
+        atomic { nwait[t]++; if :: fdw[t]++ :: skip fi };
+#if !defined(IO_SHARED) && !defined(MUT_FDK)
+        if :: t != me && state[t] == PARKED -> kick(t, ok) :: else -> skip fi;
+#endif
+#endif
+        t = 0; ok = 0;
+        break
+    :: /* a busy CPU's poll at a pick (io_tick): its own set, unless someone
+        * holds the set's role */
+        d_step { nwait[SET(me)] > 0 && rdy[SET(me)] > 0 && ROLE_FREE -> take(SET(me)) };
+        dispatch(me)
+#endif
+#ifdef TIMERS
+    :: /* a sleep: a timer on this CPU's heap, and the fiber blocks */
+        atomic { tmr_budget > 0 -> tmr_budget--; tmr[me]++ };
+        break
+#endif
     :: atomic { hogs_left > 0 -> hogs_left--; hogging[me] = 1 };
 end_hog: false   /* computes for ever: only the monitor helps its queues */
     :: break
@@ -405,6 +719,24 @@ end_drain:
     od
 }
 
+#ifdef IO
+/* The kernel: a descriptor a fiber waits on becomes ready, at any time (its
+ * event queued in the set). */
+proctype kernel()
+{
+end_kernel:
+    do
+    :: atomic { fdw[0] > 0 -> fdw[0]--; rdy[0]++ }
+#ifndef IO_SHARED
+    :: atomic { fdw[1] > 0 -> fdw[1]--; rdy[1]++ }
+#if N == 3
+    :: atomic { fdw[2] > 0 -> fdw[2]--; rdy[2]++ }
+#endif
+#endif
+    od
+}
+#endif
+
 /* The stall monitor (monitor.c). A look: seeing a stalled CPU (here: a hog)
  * with queued work, it moves its inbox to the global queue (M4) and wakes a
  * parked CPU to take it or steal (M5) [model: M5]. Then, when every worker
@@ -418,7 +750,7 @@ end_drain:
 #endif
 proctype monitor()
 {
-    byte c, w, i;
+    byte c, w, i, was;
     bool ok;
     byte early = NEARLY;
     do
@@ -463,7 +795,7 @@ end_period:
 /* An outside thread spawns one fiber: the global queue, then wakep. */
 proctype outside()
 {
-    byte c, w;
+    byte c, w, was;
     bool ok;
     gq++;
     wakep_body(ok)
@@ -494,9 +826,22 @@ end_lost:
         do
         :: i < N ->
             if
-            :: state[i] == PARKED -> work_visible(i, r); assert(!r)
+            :: ISPARKED(i) -> work_visible(i, r); assert(!r)
+#ifdef IO
+            /* blocked in its set though a waker moved it out of
+             * PARKED_POLL: the break (W3') did not reach it */
+            :: !ISPARKED(i) && worker[i + 1]@end_poll -> work_visible(i, r); assert(!r)
+#endif
             :: else -> skip
             fi;
+#if defined(IO) && !defined(MONITOR)
+            /* a ready descriptor's fiber is never stranded in its set */
+            assert(rdy[i] == 0);
+#endif
+#if defined(TIMERS) && !defined(MONITOR)
+            /* nor a sleeping fiber behind its CPU's timer */
+            assert(tmr[i] == 0);
+#endif
             i++
         :: else -> break
         od;
@@ -519,6 +864,9 @@ init
         :: else -> break
         od;
         run drainer();
+#ifdef IO
+        run kernel();
+#endif
 #ifdef MONITOR
         run monitor();
 #endif

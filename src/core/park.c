@@ -268,6 +268,8 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
     /* Going to sleep: give back a few cold free stacks' pages (64 per
      * park bounds the madvise work a parking CPU does; not tuned). */
     usched__stack_trim(-1, 64);
+    /* until the earliest timer: only this CPU's fibers add to its heap, so
+     * none comes while it sleeps [model: TMR] */
     uint64_t dl = usched__timers_next(&w->timers);
     bool deferred = defer_dl < dl;
     if (deferred) dl = defer_dl;

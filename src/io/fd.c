@@ -340,9 +340,11 @@ int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint6
     usched__waiter_init(&w, USCHED__TBLK_io);
     usched__wq_push(&pd->q[dir], &w);
     w.lk = &pd->q[0];
-    atomic_fetch_add_explicit(&st->nwaiters, 1, memory_order_seq_cst); /* read at P1' and P3'' */
+    /* read at P1' and P3''; a seq_cst read-modify-write, so it comes before
+     * the load of the home's state below [model: FD2] */
+    atomic_fetch_add_explicit(&st->nwaiters, 1, memory_order_seq_cst);
     /* io_poller=percpu, a home that is not this CPU: if it sleeps on its
-     * futex it must wake and block in its set (P3'' in poller.c). */
+     * futex it must wake and block in its set (P3'' in poller.c) [model: FDK]. */
     if (home >= 0 && home != me->cpu &&
         atomic_load_explicit(&usched_self()->wk[home]->state, memory_order_seq_cst) == WK_PARKED &&
         usched__wk_kick(usched_self(), me, home))

@@ -434,17 +434,21 @@ static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *def
     return atomic_compare_exchange_strong(&st->poller, &none, w->cpu) ? USCHED__PARK_CLAIMED : USCHED__PARK_FUTEX;
 }
 
+/* P3 found work after a successful claim: the role goes back [model: UNC],
+ * or no other CPU could block in the set, and busy CPUs would not poll it
+ * (io_tick leaves a set whose role is held). */
 static void io_unclaim(usched_t *s, struct usched__wk *w)
 {
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     atomic_store_explicit(&usched__io_set_of(io, w->cpu)->poller, -1, memory_order_release);
 }
 
-/* P3'' (io_poller=percpu): w parks on its futex, having seen no waiter in
- * its own set at P1'. A fiber on another CPU that waits on an fd of w's set
- * adds itself to the set's count (seq_cst) and then kicks w if it sees it
- * PARKED (fd.c); w, after its seq_cst store of PARKED, looks at the count
- * again here: one of the two sees the other, and w then blocks in its set. */
+/* P3'' [model: P3N] (io_poller=percpu): w parks on its futex, having seen
+ * no waiter in its own set at P1'. A fiber on another CPU that waits on an
+ * fd of w's set adds itself to the set's count (seq_cst) and then kicks w
+ * if it sees it PARKED (fd.c); w, after its seq_cst store of PARKED, looks
+ * at the count again here: one of the two sees the other, and w then
+ * blocks in its set. */
 static bool io_pending(usched_t *s, struct usched__wk *w)
 {
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
@@ -465,8 +469,9 @@ static void io_park(struct usched__wk *w, uint64_t deadline_ns)
         timeout = deadline_ns > now ? deadline_ns - now : 0;
     }
     c->nev = timeout ? io_wait(io, st, c->ev, IO_EVENTS, timeout) : 0;
-    /* B3, while still holding the role: a CPU that takes the role after us
-     * must never find wake_sig set with evfd's count already consumed. */
+    /* B3 [model: B3], while still holding the role: a CPU that takes the
+     * role after us must never find wake_sig set with evfd's count already
+     * consumed. */
     for (int i = 0; i < c->nev; i++) {
         if (c->ev[i].data.u64 != EV_WAKE) continue;
         uint64_t v;
@@ -497,9 +502,9 @@ static bool set_break(struct usched__ioset *st)
     return true;
 }
 
-/* W3': B1, B2. w (NULL at shutdown: every set) is the role holder of its
- * set, or no one; either way the eventfd breaks the blocked poll. True
- * when this call wrote one (io_breaks, counted by the core). */
+/* W3' [model: W3B]: B1, B2. w (NULL at shutdown: every set) is the role
+ * holder of its set, or no one; either way the eventfd breaks the blocked
+ * poll. True when this call wrote one (io_breaks, counted by the core). */
 static bool io_break(usched_t *s, struct usched__wk *w)
 {
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
