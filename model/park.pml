@@ -482,7 +482,14 @@ decided:    skip
                 :: dfr -> dns = 1; polled[me] = 0
                 :: else ->
                     dns = 0;
+                    /* the CAS of the role: taken only when free [model: ROLE]
+                     * (the mutant stores it over another CPU's, as a load
+                     * and a store would when both CPUs saw it free) */
+#ifndef MUT_ROLE
                     if :: poller == NONE -> poller = me; inpoll = 1 :: else -> skip fi
+#else
+                    poller = me; inpoll = 1
+#endif
                 fi
 #else
                 inpoll = 1
@@ -543,7 +550,12 @@ decided:    skip
             :: inpoll ->
                 /* P4': epoll_wait, until the eventfd has a count or an
                  * event is ready; the events are taken here */
-end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) -> evw = evfd[SET(me)]; take(SET(me)) };
+end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) ->
+#ifdef IO_SHARED
+                         /* (c) the CPU blocked in the set holds its role */
+                         assert(poller == me);
+#endif
+                         evw = evfd[SET(me)]; take(SET(me)) };
 #ifdef MUT_B3
 #ifdef IO_SHARED
                 poller = NONE;
@@ -555,7 +567,7 @@ end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) -> evw =
                 :: evw -> evfd[SET(me)] = 0; wake_sig[SET(me)] = 0; evw = 0
                 :: else -> skip
                 fi;
-#ifdef IO_SHARED
+#if defined(IO_SHARED) && !defined(MUT_B3)
                 poller = NONE;
 #endif
                 leave_parked(me, ok);
@@ -837,6 +849,11 @@ end_lost:
 #if defined(IO) && !defined(MONITOR)
             /* a ready descriptor's fiber is never stranded in its set */
             assert(rdy[i] == 0);
+#ifndef IO_SHARED
+            /* (c) a set with waiters has its CPU blocked in it (every
+             * worker is parked here: no hog) */
+            assert(nwait[i] == 0 || worker[i + 1]@end_poll);
+#endif
 #endif
 #if defined(TIMERS) && !defined(MONITOR)
             /* nor a sleeping fiber behind its CPU's timer */
@@ -846,6 +863,27 @@ end_lost:
         :: else -> break
         od;
         i = 0;
+#if defined(IO_SHARED) && !defined(MONITOR)
+        /* (c) the one set: at most one CPU blocked in it, and while fibers
+         * wait on it (every worker parked here), the role's holder is */
+        c = 0;
+        do
+        :: i < N -> if :: worker[i + 1]@end_poll -> c++ :: else -> skip fi; i++
+        :: else -> break
+        od;
+        assert(c <= 1);
+        if
+        :: nwait[0] > 0 -> assert(poller != NONE && c == 1);
+                           i = 0;
+                           do
+                           :: i < N -> assert(i != poller || worker[i + 1]@end_poll); i++
+                           :: else -> break
+                           od
+        :: else -> skip
+        fi;
+        i = 0;
+        c = 0;
+#endif
         r = 0;
         assert(!mon_idle || nparked == N)
     }

@@ -55,6 +55,9 @@ cd "$out" || exit 1
 #           sleep: a park waits until the CPU's earliest timer
 #   pollx, pollshx: poll and pollsh with every kind of hand-off, two of
 #           them
+#   pollsho: pollsh with the outside thread and one descriptor wait: a
+#           third party to wake a CPU that took the role while another
+#           still reads the eventfd (B3)
 CONFIGS='
 futex   ci   -DNF=2 -DNHOG=0
 hog     ci   -DNF=2 -DNHOG=1 -DNO_MONITOR
@@ -66,6 +69,7 @@ mon     full -DNF=2 -DNHOG=1 -DNEARLY=0
 gq3     full -DN=3 -DNF=2 -DNHOG=2 -DNO_MONITOR -DNO_OUTSIDE
 pollx   full -DIO -DNIO=2 -DNF=2 -DNHOG=0 -DNO_OUTSIDE
 pollshx full -DIO -DIO_SHARED -DNIO=2 -DNF=2 -DNHOG=0 -DNO_OUTSIDE
+pollsho full -DIO -DIO_SHARED -DNIO=1 -DNF=1 -DNHOG=0 -DSPAWNS_ONLY
 '
 # Configurations where the code as it is today must give a counterexample:
 # a lost wake-up the model found (docs/model.md, "What the model found").
@@ -73,8 +77,8 @@ pollshx full -DIO -DIO_SHARED -DNIO=2 -DNF=2 -DNHOG=0 -DNO_OUTSIDE
 KNOWN='
 '
 # Each mutant and the configuration that must catch it: MUTANT CONFIG.
-# The mon configuration is checked whole only with MODEL_FULL=1; its
-# mutants' searches stop at their first counterexample, in seconds.
+# The mon, gq3 and pollsho configurations are checked whole only with
+# MODEL_FULL=1; their mutants' searches stop at their first counterexample.
 MUTANTS='
 P2  futex
 P3  futex
@@ -93,8 +97,9 @@ W3B poll
 P3N poll
 FDK poll
 FD2 poll
-B3  pollsh
+B3  pollsho
 UNC pollsh
+ROLE pollsh
 TMR timer
 '
 full=${MODEL_FULL:-0}

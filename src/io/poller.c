@@ -430,6 +430,9 @@ static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *def
         }
     }
     c->defer_ns = 0;
+    /* The role is taken by a CAS, only while free [model: ROLE]: a load and
+     * a store would let two CPUs that both saw it free block in the set,
+     * each the holder for itself. */
     int32_t none = -1;
     return atomic_compare_exchange_strong(&st->poller, &none, w->cpu) ? USCHED__PARK_CLAIMED : USCHED__PARK_FUTEX;
 }
