@@ -71,7 +71,7 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
      * fiber later; the CPU that first runs the fiber may trade it for its
      * own warmest one (sched.c, first_run), and one joined inline never
      * touches it. A spare fiber of this worker comes with both, a stack of
-     * this scheduler's size (task_free). */
+     * this scheduler's size (usched__task_free, retire.h). */
     usched__stack_t st;
     if (w && w->nspare) {
         t = w->spare[--w->nspare];
