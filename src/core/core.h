@@ -198,7 +198,7 @@ struct usched__wk {
     uint32_t tpoll;                      /* timer poll counter */
     uint32_t ypoll, yevery;              /* lone yields since the last look, and between looks (sched.c, yield_look) */
     uint32_t next_runs;
-    uint32_t bound_behind;              /* a bound fiber was preempted (or demoted from the
+    uint32_t bound_behind;               /* a bound fiber was preempted (or demoted from the
                                             next slot) onto the bound list: it waits for the
                                             ring (local.h) */
     uint32_t rng;

@@ -315,7 +315,6 @@ void usched__place_fork(usched_t *s, struct usched__wk *self, struct usched_task
     place_local(s, self, t, USCHED_SLOT_NEXT, true);
 }
 
-
 usched__near_t usched__near_cpu(void)
 {
     struct usched__wk *w = usched__self_wk();

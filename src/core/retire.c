@@ -25,11 +25,7 @@ void usched__live_flush(usched_t *s, struct usched__wk *w) /* L3 */
 
 void usched__spares_drain(struct usched__wk *w)
 {
-    while (w->nspare) {
-        struct usched_task *t = w->spare[--w->nspare];
-        usched__stack_cache_put(&w->stacks, &t->stack);
-        usched__desc_put(&w->descs, t);
-    }
+    while (w->nspare) usched__task_to_caches(w, w->spare[--w->nspare]);
 }
 
 

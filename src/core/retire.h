@@ -58,6 +58,13 @@ static inline void usched__live_done(struct usched *s, struct usched__wk *w) /* 
 /* L3 (retire.c): a worker out of local work gives its live credit back. */
 void usched__live_flush(struct usched *s, struct usched__wk *w);
 
+/* t's stack and descriptor to w's caches (w NULL: to the pools). */
+static inline void usched__task_to_caches(struct usched__wk *w, struct usched_task *t)
+{
+    usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
+    usched__desc_put(w ? &w->descs : NULL, t);
+}
+
 /* Returns the stack and descriptor of a fiber nobody refers to any more,
  * to the caches of w: the calling thread's worker as just read (NULL from
  * outside; a worker of another scheduler counts as outside). */
@@ -72,8 +79,7 @@ static inline void usched__task_free(struct usched__wk *w, struct usched_task *t
         w->spare[w->nspare++] = t; /* with its stack, for a spawn here (spawn) */
         return;
     }
-    usched__stack_cache_put(w ? &w->stacks : NULL, &t->stack);
-    usched__desc_put(w ? &w->descs : NULL, t);
+    usched__task_to_caches(w, t);
 }
 
 /* Returns a worker's spare fibers to its caches (an exiting worker). */

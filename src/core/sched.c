@@ -295,18 +295,14 @@ static USCHED__HOT_INLINE void finish_prev(usched_t *s, struct usched__wk *w)
     }
     switch (post) {
     case POST_YIELD:
+    case POST_PREEMPT: /* a yield, but a preempted bound hog waits for the queues */
         usched__stat_add(&w->stats, USCHED_STAT_yields, 1);
         if (s->yield_shared && t->bound < 0)
             usched__gq_push(s, t);
+        else if (post == POST_PREEMPT)
+            usched__wk_queue_behind(s, w, t);
         else
             usched__wk_queue_oldest(s, w, t); /* behind every other fiber here */
-        break;
-    case POST_PREEMPT: /* a yield, but a bound hog waits for the queues */
-        usched__stat_add(&w->stats, USCHED_STAT_yields, 1);
-        if (s->yield_shared && t->bound < 0)
-            usched__gq_push(s, t);
-        else
-            usched__wk_queue_behind(s, w, t);
         break;
     case POST_BLOCK:
         if (w->post_fn) w->post_fn(w->post_arg);
