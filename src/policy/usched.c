@@ -27,7 +27,7 @@
  * smt=1): a momentarily idle CPU of a busy LLC is left to steal.
  * A wake-up is wide when either side is a hub: it switched between
  * different wakees at least `factor` times (wakee flips, Linux's signal;
- * factor = the LLC size or knob wake_wide_factor) and factor times more
+ * factor = the LLC size, at least 2, or knob wake_wide_factor) and factor times more
  * often than the other side. Unlike Linux's wake_wide the other side need
  * not flip itself: a dispatcher whose workers always answer it is wide, so
  * its workers spread instead of queueing in the dispatcher's next slot; and
@@ -260,6 +260,13 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
          * it between CPUs and leaves its previous CPU idle; Linux's
          * wake_wide is symmetric too. */
         uint32_t factor = pol_wide_factor(ctx, U_WEIGHT(P, waker, USCHED_LVL_LLC));
+        /* At least 2: with a factor of 1 (an LLC of one CPU, as many
+         * virtual machines report) any two fibers that have each switched
+         * wakee once - a ping-pong pair after its first round - would be
+         * wide until their flips decay a second later, and the pair would
+         * cross CPUs on every wake-up (3,100 against 80 ns a round trip
+         * on such a machine). A knob set to 1 is taken as set. */
+        if (factor < 2 && POL_KNOB(ctx, wake_wide_factor) <= 0) factor = 2;
         wide = usched_wide(w, t, factor) || usched_wide(t, w, factor);
         pol_record_wakee(&w->flips, a->task->id);
         if (affine && pair && !wide && hot_ok && usched_pol_cpu_load(ctx, waker) <= 1) {

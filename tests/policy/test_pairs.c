@@ -2,7 +2,8 @@
  * Wake-up pairs under the default policy (2x6x2 virtual topology):
  *  - a ping-pong pair stays on one CPU with affine=1 (the wakee goes to the
  *    waker's next slot), both with the SYNC hint and, without it, once the
- *    two fibers have woken each other; with affine=0 no sync placement;
+ *    two fibers have woken each other, also where each LLC has one CPU;
+ *    with affine=0 no sync placement;
  *  - the policy's sync answer is reused (USCHED_OPS_SYNC_REUSE) for at most
  *    15 wake-ups in a row, for a hinted pair and for one without the hint
  *    alike, never under another policy, and never after a
@@ -83,9 +84,10 @@ static uint64_t print_placements(usched_t *s)
     return placed;
 }
 
-static void pingpong_on(const char *policy, const char *knobs, unsigned flags, bool expect_pair, long knob_at)
+static void pingpong_at(const char *topo, const char *policy, const char *knobs, unsigned flags,
+                        bool expect_pair, long knob_at)
 {
-    usched_t *s = pt_start(policy, TOPO, knobs);
+    usched_t *s = pt_start(policy, topo, knobs);
     struct pp pp = {.rounds = test_scale(2000), .flags = flags, .woken_by = {-1, -1}, .s = s,
                     .knob_at = knob_at};
     struct pp_side sd[2] = {{&pp, 0}, {&pp, 1}};
@@ -96,7 +98,8 @@ static void pingpong_on(const char *policy, const char *knobs, unsigned flags, b
     ASSERT_OK(usched_join(t[1]));
     long measured = pp.rounds - 10;
     uint64_t sync = pt_stat(s, "place_sync");
-    printf("pingpong %-22s flags=%u rounds=%ld same_cpu=%ld", knobs, flags, pp.rounds, atomic_load(&pp.same));
+    printf("pingpong %-22s %s flags=%u rounds=%ld same_cpu=%ld", knobs, topo, flags, pp.rounds,
+           atomic_load(&pp.same));
     uint64_t placed = print_placements(s);
     long pair_wakes = atomic_load(&pp.pair_wakes);
     uint64_t reused = pt_stat(s, "sync_reused");
@@ -147,6 +150,11 @@ static void pingpong_on(const char *policy, const char *knobs, unsigned flags, b
         ASSERT_EQ_U(sync, 0);
     }
     ASSERT_OK(usched_destroy(s));
+}
+
+static void pingpong_on(const char *policy, const char *knobs, unsigned flags, bool expect_pair, long knob_at)
+{
+    pingpong_at(TOPO, policy, knobs, flags, expect_pair, knob_at);
 }
 
 static void pingpong(const char *knobs, unsigned flags, bool expect_pair)
@@ -287,6 +295,11 @@ int main(void)
     pingpong("spin_us=0,affine=1", USCHED_SEL_SYNC, true);
     pingpong("spin_us=0,affine=1", 0, true);
     pingpong("spin_us=0,affine=0", USCHED_SEL_SYNC, false);
+    /* An LLC of one CPU (many virtual machines report one per CPU): the
+     * wide test's factor is the LLC's size, and a factor of 1 made every
+     * pair wide once each side had switched wakee once (its first round). */
+    pingpong_at("pack:1 l3:4 core:1 pu:1", "usched", "spin_us=0,affine=1", USCHED_SEL_SYNC, true, 0);
+    pingpong_at("pack:1 l3:4 core:1 pu:1", "usched", "spin_us=0,affine=1", 0, true, 0);
     /* another policy's answers are never reused (linux does not set the flag) */
     pingpong_on("linux", "spin_us=0,affine=1", USCHED_SEL_SYNC, false, 0);
     pingpong_on("usched", "spin_us=0,affine=1", USCHED_SEL_SYNC, true, test_scale(2000) / 2);
