@@ -73,11 +73,11 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
     if (strcmp(key, "policy") == 0) {
         if (started) return usched__error(EBUSY, "policy: cannot change after start");
         int rc = check_policy(value);
-        return rc < 0 ? rc : set_str(&s->policy_name, value);
+        return rc < 0 ? rc : set_str(&s->cfg.policy, value);
     }
     if (strcmp(key, "topology") == 0) {
         if (started) return usched__error(EBUSY, "topology: cannot change after start");
-        return set_str(&s->topology, value && *value ? value : NULL);
+        return set_str(&s->cfg.topology, value && *value ? value : NULL);
     }
     if (strcmp(key, "cpus") == 0) {
         if (started) return usched__error(EBUSY, "cpus: cannot change after start");
@@ -88,17 +88,17 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
             int rc = usched__cpulist_parse(value, 4096, probe, 64, err, sizeof err);
             if (rc < 0) return usched__error(-rc, "%s", err);
         }
-        return set_str(&s->cpus, value);
+        return set_str(&s->cfg.cpus, value);
     }
     if (strcmp(key, "stack_size") == 0) {
         if (started) return usched__error(EBUSY, "stack_size: cannot change after start");
         size_t n = 0;
         int rc = parse_size(value, &n);
-        if (rc == 0) s->stack_size = n;
+        if (rc == 0) s->cfg.stack_size = n;
         return rc;
     }
-    if (strcmp(key, "pin") == 0) return set_flag(key, value, started, &s->pin);
-    if (strcmp(key, "emulate") == 0) return set_flag(key, value, started, &s->emulate);
+    if (strcmp(key, "pin") == 0) return set_flag(key, value, started, &s->cfg.pin);
+    if (strcmp(key, "emulate") == 0) return set_flag(key, value, started, &s->cfg.emulate);
     if (strcmp(key, "trace") == 0) {
         if (started) return usched__error(EBUSY, "trace: cannot change after start");
         return set_str(&s->trace_path, value && *value ? value : NULL);
@@ -148,15 +148,15 @@ USCHED_EXPORT int usched_create(usched_t **out)
     *out = NULL;
     usched_t *s = usched__calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
-    s->stack_size = USCHED_DEFAULT_STACK;
-    s->pin = -1;
+    s->cfg.stack_size = USCHED_DEFAULT_STACK;
+    s->cfg.pin = -1;
     usched__knobs_default(&s->knobs);
-    pthread_mutex_init(&s->gq_lock, NULL);
-    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->gq.lock, NULL);
+    pthread_mutex_init(&s->out.lock, NULL);
     s->pol.s = s;
-    atomic_store(&s->next_id_block, 1); /* id 0 means "not a fiber" */
-    s->policy_name = usched__strdup("usched");
-    int rc = s->policy_name ? apply_env(s) : -ENOMEM;
+    atomic_store(&s->life.next_id_block, 1); /* id 0 means "not a fiber" */
+    s->cfg.policy = usched__strdup("usched");
+    int rc = s->cfg.policy ? apply_env(s) : -ENOMEM;
     if (rc < 0) {
         usched_destroy(s);
         return rc;
@@ -183,7 +183,7 @@ static void free_workers(usched_t *s)
 
 static int emulate_setup(usched_t *s, char *err, size_t errlen)
 {
-    if (!s->emulate) return 0;
+    if (!s->cfg.emulate) return 0;
     int real[CPU_SETSIZE];
     int nreal = usched__topo_allowed_cpus(real, CPU_SETSIZE);
     if (nreal < 0) {
@@ -227,8 +227,8 @@ USCHED_EXPORT int usched_start(usched_t *s)
 {
     if (!s) return usched__error(EINVAL, "start: scheduler is NULL");
     if (atomic_load(&s->started)) return usched__error(EBUSY, "start: already started");
-    s->ops = usched__policy_find(s->policy_name);
-    if (!s->ops) return check_policy(s->policy_name);
+    s->ops = usched__policy_find(s->cfg.policy);
+    if (!s->ops) return check_policy(s->cfg.policy);
     /* New fibers start with the FP modes of this thread, which the workers
      * inherit too (docs/stacks.md): the same for every fiber, whichever CPU
      * makes its context, and read once instead of at every first run. */
@@ -239,14 +239,14 @@ USCHED_EXPORT int usched_start(usched_t *s)
     if (rc < 0) return rc;
     rc = usched__trace_open(s); /* a bad trace path fails here, not at the end */
     if (rc < 0) return rc;
-    rc = usched__topo_load(&s->topo, s->topology, s->cpus, err, sizeof err);
+    rc = usched__topo_load(&s->topo, s->cfg.topology, s->cfg.cpus, err, sizeof err);
     if (rc < 0) {
         usched__trace_close(s);
         return usched__error(-rc, "%s", err);
     }
     /* CPU quota (src/topo/quota.c): no more workers than a cgroup limit pays for. */
     if (usched__knob_get(&s->knobs, USCHED_KNOB_quota) &&
-        (rc = usched__topo_apply_quota(s->topo, s->topology, NULL, err, sizeof err)) < 0) {
+        (rc = usched__topo_apply_quota(s->topo, s->cfg.topology, NULL, err, sizeof err)) < 0) {
         usched__topo_free(s->topo);
         s->topo = NULL;
         usched__trace_close(s);
@@ -306,7 +306,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
     usched__park_start(s); /* the I/O backend: raise RLIMIT_NOFILE (src/io) */
     if ((rc = usched__trace_start(s)) < 0) goto fail; /* before the workers: they read s->tracing */
     atomic_store(&s->started, 1);
-    bool pin = s->pin == 1 || (s->pin == -1 && usched__topo_is_live(s->topo)) || s->emu_os;
+    bool pin = s->cfg.pin == 1 || (s->cfg.pin == -1 && usched__topo_is_live(s->topo)) || s->emu_os;
     s->pinned = pin;
     for (int c = 0; c < s->ncpus; c++) {
         struct usched__wk *w = s->wk[c];
@@ -378,7 +378,7 @@ static usched_t *retired; /* under retired_lock, linked by retired_next */
 static void retire(usched_t *s)
 {
     pthread_mutex_lock(&retired_lock);
-    s->retired_next = retired;
+    s->out.retired_next = retired;
     retired = s;
     pthread_mutex_unlock(&retired_lock);
 }
@@ -392,7 +392,7 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
     if (atomic_load(&s->started)) {
         bool deadlock = usched__wait_live(s, true) == -EDEADLK;
         if (deadlock) {
-            unsigned long long n = (unsigned long long)atomic_load(&s->live);
+            unsigned long long n = (unsigned long long)atomic_load(&s->life.live);
             fprintf(stderr, "usched: destroy: %llu fiber%s blocked forever; the scheduler's memory and "
                     "their stacks are not reclaimed\n", n, n == 1 ? "" : "s");
             rc = usched__error(EDEADLK, "destroy: %llu fibers were blocked forever", n);
@@ -419,11 +419,11 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
     usched__idlemask_fini(&s->idle_cores);
     usched__topo_free(s->topo);
     free(s->emu_os);
-    pthread_mutex_destroy(&s->gq_lock);
-    pthread_mutex_destroy(&s->lock);
-    free(s->policy_name);
-    free(s->topology);
-    free(s->cpus);
+    pthread_mutex_destroy(&s->gq.lock);
+    pthread_mutex_destroy(&s->out.lock);
+    free(s->cfg.policy);
+    free(s->cfg.topology);
+    free(s->cfg.cpus);
     free(s->trace_path);
     free(s);
     return rc;
@@ -433,7 +433,7 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
 
 static uint64_t stat_sum(usched_t *s, int id)
 {
-    uint64_t v = atomic_load_explicit(&s->outside_stats.v[id], memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&s->out.stats.v[id], memory_order_relaxed);
     for (int c = 0; c < s->ncpus; c++)
         v += atomic_load_explicit(&s->wk[c]->stats.v[id], memory_order_relaxed);
     return v;
@@ -461,7 +461,7 @@ USCHED_EXPORT int usched_stats_reset(usched_t *s)
 {
     if (!s) return usched__error(EINVAL, "stats_reset: NULL argument");
     for (int i = 0; i < USCHED_NSTATS; i++) {
-        atomic_store(&s->outside_stats.v[i], 0);
+        atomic_store(&s->out.stats.v[i], 0);
         for (int c = 0; c < s->ncpus; c++) atomic_store(&s->wk[c]->stats.v[i], 0);
     }
     if (s->wk) usched__wakelat_reset(s);

@@ -70,8 +70,8 @@ struct usched_pol_ctx {
 struct usched__owaiter {
     _Atomic uint32_t done; /* futex word: 0 waiting, 1 released */
     int result;            /* 0 or -ECANCELED */
-    struct usched__owaiter *next, *prev; /* s->owaiters list (under s->lock) */
-    int linked;                   /* on s->owaiters (under s->lock) */
+    struct usched__owaiter *next, *prev; /* s->out.owaiters list (under s->out.lock) */
+    int linked;                   /* on s->out.owaiters (under s->out.lock) */
 };
 
 /* A fiber's join state (struct usched_task.jstate; fiber.c, J1-J5). */
@@ -217,7 +217,7 @@ struct usched__wk {
      * preemption signal's handler reads it on the same thread. */
     _Atomic uint32_t nopreempt;
     uint64_t id_next, id_end;            /* block of fiber ids */
-    uint64_t live_credit;                /* counted in s->live ahead (fiber.c, L1-L4) */
+    uint64_t live_credit;                /* counted in s->life.live ahead (fiber.c, L1-L4) */
     struct usched_task *spill[RQ_RING_SIZE / 2]; /* ring overflow batch */
     usched__stack_cache_t stacks;
     usched__desc_cache_t descs;
@@ -253,26 +253,37 @@ _Static_assert(WK_LINE(next) == WK_LINE(cur_ran_ns) && WK_LINE(next) != WK_LINE(
                "usched__wk: the owner-published fields must share one line of their own");
 #undef WK_LINE
 
+/*
+ * A scheduler. Its state is grouped by who may write it; each group says
+ * so. A room that needs a group's field reads the group's comment first.
+ */
 struct usched {
-    /* configuration (before start) */
-    char *policy_name;
-    char *topology;
-    char *cpus;
-    size_t stack_size;
-    int pin; /* -1 auto (live machine only), 0, 1 */
-    /* Where the monitor reads run delays: NULL for each worker's
-     * /proc/self/task/TID/schedstat; tests point it at a directory holding
-     * one captured schedstat line per CPU, named by the CPU (monitor.c). */
-    const char *schedstat_dir;
-    int emulate;   /* 1: SMT emulation (docs/emulation.md) */
-    int *emu_os;   /* [cpu] real CPU under emulation, NULL otherwise */
+    /* ---- configuration: usched_set writes it before start (under no lock:
+     * the caller owns the scheduler until usched_start), read-only after ---- */
+    struct {
+        char *policy;
+        char *topology;
+        char *cpus;
+        size_t stack_size;
+        int pin; /* -1 auto (live machine only), 0, 1 */
+        /* Where the monitor reads run delays: NULL for each worker's
+         * /proc/self/task/TID/schedstat; tests point it at a directory holding
+         * one captured schedstat line per CPU, named by the CPU (monitor.c). */
+        const char *schedstat_dir;
+        int emulate; /* 1: SMT emulation (docs/emulation.md) */
+    } cfg;
+    /* Knobs: any thread, at any time, through usched_set (knobs.h: each
+     * knob one atomic word, with a generation). */
     usched__knobs_t knobs;
 
-    /* set at start, then read-only */
+    /* ---- the frame: written by usched_start before the workers start,
+     * read-only after (the idle masks' bits are idle.c's, below) ---- */
     const struct usched_ops *ops;
     usched__topo_t *topo;
     int ncpus;
+    int *emu_os;   /* [cpu] real CPU under emulation, NULL otherwise */
     struct usched__wk **wk;
+    /* Their bits are written by idle.c only (the one owner of the rule). */
     usched__idlemask_t idle_cpus;  /* a bit per idle CPU */
     usched__idlemask_t idle_cores; /* the bits of every CPU of a fully idle core */
     struct usched_pol_ctx pol;
@@ -284,36 +295,57 @@ struct usched {
     bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
     bool smt;          /* the topology has SMT (a core of more than one CPU) */
     bool tracing;      /* trace events are recorded (trace.h): set before the workers start */
-    bool pinned;       /* each worker pinned to its CPU at start (api.c) */
+    bool pinned;       /* each worker pinned to its CPU at start (pin.c) */
     usched__fpmode_t fpmode; /* every new fiber's FP modes: usched_start's caller's */
+    /* The lifecycle (api.c): started by usched_start, stopping by
+     * usched_destroy; any thread reads them. */
     _Atomic int started;
     _Atomic int stopping;
 
-    /* global queue: outside spawns, overflow, and the shared run queue */
-    pthread_mutex_t gq_lock __attribute__((aligned(64)));
-    struct usched_task *gq_head, *gq_tail; /* under gq_lock */
-    _Atomic uint32_t gq_n;                 /* written under gq_lock, read by all */
+    /* ---- the global queue (queue.c): outside spawns, overflow, the shared
+     * run queue, and the monitor's moves; any thread, under its lock ---- */
+    struct {
+        pthread_mutex_t lock;
+        struct usched_task *head, *tail; /* under lock */
+        _Atomic uint32_t n;              /* written under lock, read by all */
+    } gq __attribute__((aligned(64)));
 
-    _Atomic uint32_t nspinning __attribute__((aligned(64)));
-    _Atomic uint32_t nparked;   /* workers in PARKED or PARKED_POLL (park.c) */
-    _Atomic uint32_t mon_idle;  /* futex: 1 while the monitor sleeps (monitor.c, M1-M3) */
-    _Atomic uint32_t waking;    /* a wakep wake-up is in flight */
-    /* fibers not yet exited, plus every worker's live_credit (fiber.c) */
-    _Atomic uint64_t live __attribute__((aligned(64)));
-    _Atomic uint32_t live_seq;  /* futex: bumped when live drops to 0 */
-    _Atomic uint32_t nwaiting;  /* outside threads in usched_wait */
-    /* Fibers parked on work outside the workers that will wake them: offload
-     * jobs in flight (src/io/offload.c, O1-O5). Any thread adds before the
-     * fiber parks; the waker subtracts (release) after its wake-up, which
-     * the deadlock check reads with acquire (fiber.c, usched__wait_live). */
-    _Atomic uint32_t outside_wakers;
-    _Atomic uint64_t next_id_block;
+    /* ---- parking (park.c, its steps P1-P4, W1-W3, M1-M3): every worker
+     * writes these as it spins, parks and wakes; the monitor sleeps on
+     * mon_idle ---- */
+    struct {
+        _Atomic uint32_t nspinning;
+        _Atomic uint32_t nparked;  /* workers in PARKED or PARKED_POLL */
+        _Atomic uint32_t mon_idle; /* futex: 1 while the monitor sleeps (monitor.c, M1-M3) */
+        _Atomic uint32_t waking;   /* a wakep wake-up is in flight */
+    } park __attribute__((aligned(64)));
 
-    pthread_mutex_t lock; /* owaiters, warnings */
-    struct usched *retired_next; /* the list of schedulers kept after a deadlock (api.c) */
-    struct usched__owaiter *owaiters;
-    int warned_fallback;
-    usched__stats_t outside_stats; /* outside threads: atomic adds */
+    /* ---- fibers alive (retire.h and fiber.c, L1-L4): any thread that
+     * spawns, any worker that retires a fiber, and usched_wait ---- */
+    struct {
+        /* fibers not yet exited, plus every worker's live_credit */
+        _Atomic uint64_t live;
+        _Atomic uint32_t seq;      /* futex: bumped when live drops to 0 */
+        _Atomic uint32_t nwaiting; /* outside threads in usched_wait */
+        /* Fibers parked on work outside the workers that will wake them:
+         * offload jobs in flight (src/io/offload.c, O1-O5). Any thread adds
+         * before the fiber parks; the waker subtracts (release) after its
+         * wake-up, which the deadlock check reads with acquire (fiber.c,
+         * usched__wait_live). */
+        _Atomic uint32_t outside_wakers;
+        _Atomic uint64_t next_id_block; /* the next block of fiber ids a worker takes */
+    } life __attribute__((aligned(64)));
+
+    /* ---- outside threads (fiber.c, api.c): those blocked in usched_join
+     * or usched_wait, the warnings, and the counts of decisions made
+     * outside any worker ---- */
+    struct {
+        pthread_mutex_t lock; /* owaiters, warnings */
+        struct usched *retired_next; /* the list of schedulers kept after a deadlock (api.c) */
+        struct usched__owaiter *owaiters;
+        int warned_fallback;
+        usched__stats_t stats; /* atomic adds, any thread */
+    } out;
 
     /* The I/O park backend's state (src/io's poller), created by the first
      * I/O wait (CAS); opaque to the core, which calls the backend only
@@ -347,7 +379,7 @@ static inline void usched__stat_count(struct usched__wk *w, struct usched *s, in
     if (w && w->s == s)
         usched__stat_add(&w->stats, id, n);
     else
-        usched__stat_add_atomic(&s->outside_stats, id, n);
+        usched__stat_add_atomic(&s->out.stats, id, n);
 }
 
 static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int id)

@@ -44,12 +44,12 @@ static uint64_t next_id(usched_t *s, struct usched__wk *w)
 {
     if (w) {
         if (w->id_next == w->id_end) {
-            w->id_next = atomic_fetch_add(&s->next_id_block, 1024);
+            w->id_next = atomic_fetch_add(&s->life.next_id_block, 1024);
             w->id_end = w->id_next + 1024;
         }
         return w->id_next++;
     }
-    return atomic_fetch_add(&s->next_id_block, 1);
+    return atomic_fetch_add(&s->life.next_id_block, 1);
 }
 
 static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *), void *arg)
@@ -79,10 +79,10 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     } else {
         if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)
             return usched__error(ENOMEM, "spawn: cannot allocate a fiber descriptor");
-        int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->stack_size, &st);
+        int rc = usched__stack_cache_get(w ? &w->stacks : NULL, s->cfg.stack_size, &st);
         if (rc < 0) {
             usched__desc_put(w ? &w->descs : NULL, t);
-            return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->stack_size);
+            return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->cfg.stack_size);
         }
     }
     /* Field by field (core.h): the join line whole, then what is read
@@ -175,32 +175,32 @@ static void join_arm(void *arg)
  * when their fiber is blocked forever. */
 static void owaiter_link(usched_t *s, struct usched__owaiter *ow)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->out.lock);
     ow->prev = NULL;
-    ow->next = s->owaiters;
+    ow->next = s->out.owaiters;
     if (ow->next) ow->next->prev = ow;
-    s->owaiters = ow;
+    s->out.owaiters = ow;
     ow->linked = 1;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->out.lock);
 }
 
 static void owaiter_unlink(usched_t *s, struct usched__owaiter *ow)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->out.lock);
     if (ow->linked) {
         if (ow->prev) ow->prev->next = ow->next;
-        else s->owaiters = ow->next;
+        else s->out.owaiters = ow->next;
         if (ow->next) ow->next->prev = ow->prev;
         ow->linked = 0;
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->out.lock);
 }
 
 void usched__cancel_owaiters(usched_t *s)
 {
-    pthread_mutex_lock(&s->lock);
-    struct usched__owaiter *ow = s->owaiters;
-    s->owaiters = NULL;
+    pthread_mutex_lock(&s->out.lock);
+    struct usched__owaiter *ow = s->out.owaiters;
+    s->out.owaiters = NULL;
     while (ow) {
         struct usched__owaiter *next = ow->next;
         ow->linked = 0;
@@ -209,7 +209,7 @@ void usched__cancel_owaiters(usched_t *s)
         usched__futex(&ow->done, FUTEX_WAKE, 1, NULL);
         ow = next;
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->out.lock);
 }
 
 /*
@@ -330,16 +330,16 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
  * -EDEADLK. */
 int usched__wait_live(usched_t *s, bool detect_deadlock)
 {
-    atomic_fetch_add(&s->nwaiting, 1);
+    atomic_fetch_add(&s->life.nwaiting, 1);
     int rc = 0, quiet = 0;
     for (;;) {
-        uint32_t seq = atomic_load(&s->live_seq);
-        if (atomic_load(&s->live) == 0) break;
+        uint32_t seq = atomic_load(&s->life.seq);
+        if (atomic_load(&s->life.live) == 0) break;
         struct timespec ts = {0, 50 * 1000 * 1000};
-        usched__futex(&s->live_seq, FUTEX_WAIT, seq, &ts);
-        if (!detect_deadlock || atomic_load(&s->live) == 0) continue;
-        bool all_parked = atomic_load_explicit(&s->outside_wakers, memory_order_acquire) == 0 &&
-                          atomic_load(&s->gq_n) == 0;
+        usched__futex(&s->life.seq, FUTEX_WAIT, seq, &ts);
+        if (!detect_deadlock || atomic_load(&s->life.live) == 0) continue;
+        bool all_parked = atomic_load_explicit(&s->life.outside_wakers, memory_order_acquire) == 0 &&
+                          atomic_load(&s->gq.n) == 0;
         for (int c = 0; c < s->ncpus && all_parked; c++) {
             struct usched__wk *w = s->wk[c];
             if (atomic_load(&w->state) != WK_PARKED || usched__timers_pending(&w->timers) ||
@@ -352,6 +352,6 @@ int usched__wait_live(usched_t *s, bool detect_deadlock)
             break;
         }
     }
-    atomic_fetch_sub(&s->nwaiting, 1);
+    atomic_fetch_sub(&s->life.nwaiting, 1);
     return rc;
 }

@@ -52,7 +52,7 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
     if (w->bound_head) {
         if (__builtin_expect(!w->bound_behind, 1)) {
             if ((w->tick & 1) || !usched__ring_len(&w->ring)) return usched__wk_bound_get(w);
-        } else if ((!usched__ring_len(&w->ring) && !atomic_load_explicit(&s->gq_n, memory_order_relaxed)) ||
+        } else if ((!usched__ring_len(&w->ring) && !atomic_load_explicit(&s->gq.n, memory_order_relaxed)) ||
                    w->tick % USCHED_GLOBAL_EVERY == USCHED_GLOBAL_EVERY / 2) {
             w->bound_behind = 0;
             return usched__wk_bound_get(w);
@@ -67,7 +67,7 @@ static USCHED__HOT_INLINE struct usched_task *usched__find_local(usched_t *s, st
         return t;
     }
     if (w->bound_behind) {
-        if (atomic_load_explicit(&s->gq_n, memory_order_relaxed) && (t = usched__gq_pull(s, w))) return t;
+        if (atomic_load_explicit(&s->gq.n, memory_order_relaxed) && (t = usched__gq_pull(s, w))) return t;
         w->bound_behind = 0;
     }
     return usched__wk_bound_get(w);

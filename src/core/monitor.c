@@ -282,8 +282,8 @@ static int read_schedstat(usched_t *s, struct mon_cpu *mc, int c, uint64_t *run,
 {
     char buf[128], path[4200];
     ssize_t n;
-    if (s->schedstat_dir) {
-        snprintf(path, sizeof path, "%s/%d", s->schedstat_dir, c);
+    if (s->cfg.schedstat_dir) {
+        snprintf(path, sizeof path, "%s/%d", s->cfg.schedstat_dir, c);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return -errno;
         n = read(fd, buf, sizeof buf - 1);
@@ -336,7 +336,7 @@ static void contend_look(usched_t *s, struct mon_cpu *mc, int c)
     bool on = usched__wk_contended(w), verdict = on;
     /* Only workers that own a real CPU: a virtual topology or SMT emulation
      * runs more workers than CPUs, unpinned, and they wait by design. */
-    bool own_cpu = s->schedstat_dir || (usched__topo_is_live(s->topo) && !s->emu_os);
+    bool own_cpu = s->cfg.schedstat_dir || (usched__topo_is_live(s->topo) && !s->emu_os);
     if (pct && own_cpu && read_schedstat(s, mc, c, &run, &delay) == 0) {
         if (mc->ss_have && run >= mc->ss_run && delay >= mc->ss_delay) {
             uint64_t dr = run - mc->ss_run, dd = delay - mc->ss_delay;
@@ -405,15 +405,15 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
 /* M1-M3: sleeps while every worker is parked. */
 static void sleep_if_idle(usched_t *s, struct usched__mon *m)
 {
-    atomic_store_explicit(&s->mon_idle, 1, memory_order_seq_cst);                 /* M1 */
+    atomic_store_explicit(&s->park.mon_idle, 1, memory_order_seq_cst);                 /* M1 */
     usched__full_fence(); /* before M2's load, under emulators too (park.c, P2) */
-    if (atomic_load_explicit(&s->nparked, memory_order_seq_cst) == (uint32_t)s->ncpus && /* M2 */
+    if (atomic_load_explicit(&s->park.nparked, memory_order_seq_cst) == (uint32_t)s->ncpus && /* M2 */
         !atomic_load_explicit(&m->stop, memory_order_seq_cst)) {
         mon_stat(s, USCHED_STAT_monitor_sleeps, 1);
         usched__statshm_publish(m->shm, s, true); /* the final counts */
-        usched__futex(&s->mon_idle, FUTEX_WAIT, 1, NULL);                          /* M3 */
+        usched__futex(&s->park.mon_idle, FUTEX_WAIT, 1, NULL);                          /* M3 */
     }
-    atomic_store_explicit(&s->mon_idle, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->park.mon_idle, 0, memory_order_relaxed);
 }
 
 static void *monitor_main(void *arg)
@@ -431,7 +431,7 @@ static void *monitor_main(void *arg)
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
         }
         usched__statshm_publish(m->shm, s, false); /* the live statistics */
-        if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
+        if (atomic_load_explicit(&s->park.nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
             sleep_if_idle(s, m);
             continue;
         }
@@ -448,7 +448,7 @@ static void *monitor_main(void *arg)
  * contention is judged; each worker publishes its thread id first thing. */
 static void open_schedstat(usched_t *s, struct usched__mon *m)
 {
-    if (s->schedstat_dir || !usched__topo_is_live(s->topo) || s->emu_os) return;
+    if (s->cfg.schedstat_dir || !usched__topo_is_live(s->topo) || s->emu_os) return;
     for (int c = 0; c < s->ncpus; c++) {
         int32_t tid;
         while (!(tid = atomic_load_explicit(&s->wk[c]->tid, memory_order_acquire))) sched_yield();

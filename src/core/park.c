@@ -110,13 +110,13 @@ static inline const struct usched__park_backend *backend_of(uint32_t state)
 /* W-M [model: WM] (monitor.c, M1-M3): wakes the stall monitor if it sleeps. */
 static inline void wake_monitor(struct usched *s)
 {
-    if (atomic_load_explicit(&s->mon_idle, memory_order_seq_cst)) usched__park_wake_monitor(s);
+    if (atomic_load_explicit(&s->park.mon_idle, memory_order_seq_cst)) usched__park_wake_monitor(s);
 }
 
 void usched__park_wake_monitor(struct usched *s)
 {
-    if (atomic_exchange_explicit(&s->mon_idle, 0, memory_order_seq_cst))
-        usched__futex(&s->mon_idle, FUTEX_WAKE, 1, NULL);
+    if (atomic_exchange_explicit(&s->park.mon_idle, 0, memory_order_seq_cst))
+        usched__futex(&s->park.mon_idle, FUTEX_WAKE, 1, NULL);
 }
 
 bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
@@ -126,7 +126,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
     if (exp != WK_PARKED && exp != WK_PARKED_POLL) return false;
     const struct usched__park_backend *be = backend_of(exp);
     if (!atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) return false;
-    atomic_fetch_sub(&s->nparked, 1); /* busy from the kick on */
+    atomic_fetch_sub(&s->park.nparked, 1); /* busy from the kick on */
     wake_monitor(s);                  /* W-M */
     if (be->wake(s, w)) usched__stat_inc(from, s, be->wake_stat); /* W3, W3' */
     return true;
@@ -136,7 +136,7 @@ bool usched__wk_wake_parked(usched_t *s, struct usched__wk *from, int cpu)
  * such wake-up is in flight (Go's wakep): the woken CPU spins and steals.
  * Under the policy's smt rule (idle.c) a CPU of a whole idle core goes
  * first, nearest first: the new work then starts beside no busy sibling.
- * s->waking (0/1) keeps a burst of spawns from waking every CPU at once;
+ * s->park.waking (0/1) keeps a burst of spawns from waking every CPU at once;
  * the woken worker clears it. */
 bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
 {
@@ -148,11 +148,11 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
      * of 20). The fence is cheap beside a spawn; callers that published with
      * a locked instruction pay it twice. */
     usched__full_fence();
-    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) != 0) return false;
-    if (atomic_load_explicit(&s->nparked, memory_order_relaxed) == 0) return false;
-    if (atomic_load_explicit(&s->waking, memory_order_relaxed)) return false;
+    if (atomic_load_explicit(&s->park.nspinning, memory_order_seq_cst) != 0) return false;
+    if (atomic_load_explicit(&s->park.nparked, memory_order_relaxed) == 0) return false;
+    if (atomic_load_explicit(&s->park.waking, memory_order_relaxed)) return false;
     uint32_t zero = 0;
-    if (!atomic_compare_exchange_strong(&s->waking, &zero, 1)) return false;
+    if (!atomic_compare_exchange_strong(&s->park.waking, &zero, 1)) return false;
     int n = s->ncpus;
     const int *order = near >= 0 ? usched__topo_order(s->topo, near) : NULL;
     /* Contended CPUs (monitor.c, C3) last: the kernel runs them late. */
@@ -168,7 +168,7 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
                     skipped = true;
                     continue;
                 }
-                if (usched__wk_wake_parked(s, from, c)) { /* the woken worker clears s->waking */
+                if (usched__wk_wake_parked(s, from, c)) { /* the woken worker clears s->park.waking */
                     if (whole) usched__stat_inc(from, s, USCHED_STAT_wake_idle_core);
                     if (calm && skipped) usched__stat_inc(from, s, USCHED_STAT_contend_wake_skips);
                     return true;
@@ -177,7 +177,7 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
         }
         if (!skipped) break;
     }
-    atomic_store(&s->waking, 0);
+    atomic_store(&s->park.waking, 0);
     /* WP3 [model: WP3]: a CPU that stored PARKED after the scan above (its
      * nparked++ came first, so this call went on) re-checked the queues
      * before another waker published its fiber; that waker then saw
@@ -216,7 +216,7 @@ static void unpark(usched_t *s, struct usched__wk *w)
     uint32_t exp = atomic_load(&w->state);
     if ((exp == WK_PARKED || exp == WK_PARKED_POLL) &&
         atomic_compare_exchange_strong(&w->state, &exp, WK_RUNNING)) {
-        atomic_fetch_sub(&s->nparked, 1);
+        atomic_fetch_sub(&s->park.nparked, 1);
         wake_monitor(s); /* W-M */
     }
 }
@@ -229,7 +229,7 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
     if (!usched__idlemask_test(&s->idle_cpus, w->cpu)) usched__idle_set(s, w->cpu);
     /* P1 [model: P1], P2 (nparked first: a kicker decrements it only after it saw
      * PARKED) */
-    atomic_fetch_add(&s->nparked, 1);
+    atomic_fetch_add(&s->park.nparked, 1);
     /* P1': the CPU that takes the poller role parks in the I/O backend;
      * while another CPU spins (and polls), the role waits (defer_dl) */
     uint64_t defer_dl = UINT64_MAX;
@@ -259,7 +259,7 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
          atomic_load_explicit(&s->io, memory_order_acquire) && usched__park_io->pending(s, w))) {
         if (in_poller) be->unclaim(s, w);
         unpark(s, w);
-        atomic_store_explicit(&s->waking, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->park.waking, 0, memory_order_relaxed);
         return true;
     }
     /* P4: sleep until kicked or the earliest timer. */
@@ -280,7 +280,7 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
                usched__now_ns() >= defer_dl;
     unpark(s, w);
     USCHED__TRACE(s, w, unpark, 0, 0, 0, in_poller);
-    atomic_store_explicit(&s->waking, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->park.waking, 0, memory_order_relaxed);
     /* P4': the events go out after unpark, so the wake-ups they cause never
      * target this CPU's own eventfd */
     if (in_poller) be->dispatch(w);

@@ -32,9 +32,9 @@ void usched__task_info_fill(const struct usched_task *t, struct usched_task_info
 
 void usched__pol_warn(struct usched *s, const char *fmt, ...)
 {
-    pthread_mutex_lock(&s->lock);
-    if (!s->warned_fallback) {
-        s->warned_fallback = 1;
+    pthread_mutex_lock(&s->out.lock);
+    if (!s->out.warned_fallback) {
+        s->out.warned_fallback = 1;
         char what[160];
         va_list ap;
         va_start(ap, fmt);
@@ -43,7 +43,7 @@ void usched__pol_warn(struct usched *s, const char *fmt, ...)
         fprintf(stderr, "usched: policy '%s' %s; using the core's fallback (warned once)\n",
                 s->ops->name, what);
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->out.lock);
 }
 
 /* Quality counters (docs/policies.md), judged at decision time: a fiber put

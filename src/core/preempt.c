@@ -149,7 +149,7 @@ uint64_t usched__preempt_period_ns(const usched_t *s)
 
 void usched__preempt_run_seen(usched_t *s, uint64_t ran_ns)
 {
-    _Atomic uint64_t *max = &s->outside_stats.v[USCHED_STAT_run_max_us];
+    _Atomic uint64_t *max = &s->out.stats.v[USCHED_STAT_run_max_us];
     uint64_t us = ran_ns / 1000;
     if (us > atomic_load_explicit(max, memory_order_relaxed))
         atomic_store_explicit(max, us, memory_order_relaxed); /* the monitor is its one writer */
@@ -161,7 +161,7 @@ static bool work_waits(usched_t *s, struct usched__wk *w, uint64_t now)
     if (usched__ring_len(&w->ring) || atomic_load_explicit(&w->next, memory_order_relaxed) ||
         atomic_load_explicit(&w->inbox_n, memory_order_relaxed) > 0 ||
         atomic_load_explicit(&w->nbound, memory_order_relaxed) ||
-        atomic_load_explicit(&s->gq_n, memory_order_relaxed))
+        atomic_load_explicit(&s->gq.n, memory_order_relaxed))
         return true;
     return usched__timers_pending(&w->timers) && usched__timers_next(&w->timers) <= now;
 }
@@ -212,7 +212,7 @@ void usched__preempt_look(usched_t *s, int c, uint64_t id, uint64_t ran_ns, uint
     int32_t tid = atomic_load_explicit(&w->tid, memory_order_acquire);
     if (!tid || !work_waits(s, w, now)) return; /* R2 */
     if (thread_sleeps(pc, tid)) { /* R3 */
-        usched__stat_add_atomic(&s->outside_stats, USCHED_STAT_preempt_skipped_syscall, 1);
+        usched__stat_add_atomic(&s->out.stats, USCHED_STAT_preempt_skipped_syscall, 1);
         return;
     }
     atomic_store_explicit(&pc->verdict, PREEMPT_NONE, memory_order_relaxed);
@@ -226,7 +226,7 @@ void usched__preempt_look(usched_t *s, int c, uint64_t id, uint64_t ran_ns, uint
     si.si_uid = getuid();
     si.si_value.sival_ptr = pc;
     if (syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, p->sig, &si) == 0)
-        usched__stat_add_atomic(&s->outside_stats, USCHED_STAT_preempt_signals, 1);
+        usched__stat_add_atomic(&s->out.stats, USCHED_STAT_preempt_signals, 1);
     else
         atomic_store_explicit(&pc->req, 0, memory_order_relaxed); /* the thread is gone (EAGAIN: retry) */
 }

@@ -8,10 +8,10 @@
 
 void usched__live_sub(usched_t *s, uint64_t n)
 {
-    if (atomic_fetch_sub_explicit(&s->live, n, memory_order_acq_rel) == n && /* L4 */
-        atomic_load_explicit(&s->nwaiting, memory_order_seq_cst)) {
-        atomic_fetch_add(&s->live_seq, 1);
-        usched__futex(&s->live_seq, FUTEX_WAKE, INT_MAX, NULL);
+    if (atomic_fetch_sub_explicit(&s->life.live, n, memory_order_acq_rel) == n && /* L4 */
+        atomic_load_explicit(&s->life.nwaiting, memory_order_seq_cst)) {
+        atomic_fetch_add(&s->life.seq, 1);
+        usched__futex(&s->life.seq, FUTEX_WAKE, INT_MAX, NULL);
     }
 }
 

@@ -11,17 +11,17 @@
 
 /*
  * The live count without a shared read-modify-write per spawn and exit.
- * s->live = fibers alive + the sum of the workers' live_credit, so it never
+ * s->life.live = fibers alive + the sum of the workers' live_credit, so it never
  * reads lower than the number of fibers alive, and reads 0 only when no
  * fiber is alive and every credit is back:
  *   L1. a spawn on a worker takes one from its credit, after adding
- *       LIVE_BATCH to s->live when the credit was empty (outside threads add
- *       1 to s->live);
+ *       LIVE_BATCH to s->life.live when the credit was empty (outside threads add
+ *       1 to s->life.live);
  *   L2. an exit on a worker adds one to its credit, and gives back all but
  *       LIVE_BATCH of it once it passes 2 * LIVE_BATCH;
  *   L3. a worker that runs out of local work gives all its credit back
  *       (find_work, before it spins or parks);
- *   L4. whoever brings s->live to 0 (acq_rel: every exit's effects happen
+ *   L4. whoever brings s->life.live to 0 (acq_rel: every exit's effects happen
  *       before the waiter's acquire load) wakes usched_wait/destroy.
  * A fiber's spawn and exit thus cost one shared RMW per LIVE_BATCH, not
  * two each (the spawn benchmark's children exit on the thief's CPU, so the
@@ -36,11 +36,11 @@ void usched__live_sub(struct usched *s, uint64_t n);
 static inline void usched__live_add(struct usched *s, struct usched__wk *w) /* L1 */
 {
     if (!w) {
-        atomic_fetch_add_explicit(&s->live, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->life.live, 1, memory_order_relaxed);
         return;
     }
     if (!w->live_credit) {
-        atomic_fetch_add_explicit(&s->live, LIVE_BATCH, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->life.live, LIVE_BATCH, memory_order_relaxed);
         w->live_credit = LIVE_BATCH;
     }
     w->live_credit--;

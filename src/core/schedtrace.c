@@ -151,7 +151,7 @@ static void *schedtrace_main(void *arg)
         if (s->st_stop) break;
         uint64_t ms = (usched__now_ns() - s->trace_t0) / 1000000;
         int len = snprintf(line, 128, "usched: schedtrace %llums: live=%llu global=%u", (unsigned long long)ms,
-                           (unsigned long long)atomic_load(&s->live), atomic_load(&s->gq_n));
+                           (unsigned long long)atomic_load(&s->life.live), atomic_load(&s->gq.n));
         for (int c = 0; c < s->ncpus; c++) {
             struct usched__wk *w = s->wk[c];
             uint64_t sw = atomic_load_explicit(&w->stats.v[USCHED_STAT_switches], memory_order_relaxed);

@@ -192,13 +192,13 @@ void usched__statshm_publish(struct usched__statshm *m, struct usched *s, bool f
     usched__full_fence(); /* odd before any rewritten field (a release fence would do) */
     h->published_ns = now;
     h->publishes++;
-    h->live = atomic_load_explicit(&s->live, memory_order_relaxed);
-    h->global_queue = atomic_load_explicit(&s->gq_n, memory_order_relaxed);
-    h->spinning = atomic_load_explicit(&s->nspinning, memory_order_relaxed);
-    h->parked = atomic_load_explicit(&s->nparked, memory_order_relaxed);
+    h->live = atomic_load_explicit(&s->life.live, memory_order_relaxed);
+    h->global_queue = atomic_load_explicit(&s->gq.n, memory_order_relaxed);
+    h->spinning = atomic_load_explicit(&s->park.nspinning, memory_order_relaxed);
+    h->parked = atomic_load_explicit(&s->park.nparked, memory_order_relaxed);
     uint64_t *out = (uint64_t *)((char *)h + h->outside_off);
     for (int i = 0; i < USCHED_NSTATS; i++)
-        out[i] = atomic_load_explicit(&s->outside_stats.v[i], memory_order_relaxed);
+        out[i] = atomic_load_explicit(&s->out.stats.v[i], memory_order_relaxed);
     for (int c = 0; c < s->ncpus; c++) {
         struct usched__wk *w = s->wk[c];
         struct usched_stats_shm_cpu *r = cpu_rec(h, c);

@@ -80,7 +80,7 @@ static bool defer(usched_t *s, struct usched__wk *w)
  * judged (global_busy_sibling), so a miss of the rule shows. */
 struct usched_task *usched__gq_pull(usched_t *s, struct usched__wk *w)
 {
-    if (atomic_load_explicit(&s->gq_n, memory_order_acquire) == 0) return NULL;
+    if (atomic_load_explicit(&s->gq.n, memory_order_acquire) == 0) return NULL;
     if (defer_counted(s, w, USCHED_STAT_global_deferred)) return NULL;
     struct usched_task *t = usched__gq_pop_locked(s);
     if (!t) return NULL;
@@ -213,7 +213,7 @@ struct usched_task *usched__steal(usched_t *s, struct usched__wk *w, bool last_p
 bool usched__work_visible(usched_t *s, struct usched__wk *w)
 {
     if (!usched__inbox_empty(&w->inbox) || atomic_load(&w->next) || usched__ring_len(&w->ring) ||
-        w->bound_head || atomic_load(&s->gq_n))
+        w->bound_head || atomic_load(&s->gq.n))
         return true;
     if (!usched__may_steal(s)) return false;
     for (int c = 0; c < s->ncpus; c++) {
@@ -256,7 +256,7 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
          * already (Go's rule; this CPU and those just kicked count as not
          * parked, so a CPU that handed work to a partner spins for the
          * answer instead of parking at once). */
-        uint32_t awake = (uint32_t)s->ncpus - atomic_load(&s->nparked);
+        uint32_t awake = (uint32_t)s->ncpus - atomic_load(&s->park.nparked);
         if (!spinning && recheck) {
             /* Straight to the park checks: a spin here would poll and take
              * the spinning CPU's events (and fibers) after every deferral. */
@@ -267,14 +267,14 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
             w->handoff = 0;
             usched__stat_add(&w->stats, USCHED_STAT_contend_nospin, 1);
         } else if (!spinning) {
-            uint32_t sp = atomic_load(&s->nspinning);
+            uint32_t sp = atomic_load(&s->park.nspinning);
             /* ...or if it just handed a fiber to another CPU, whose answer
              * (a cross-CPU ping-pong) would otherwise cost a park and a
              * futex wake-up each way. */
             bool handoff = w->handoff;
             w->handoff = 0;
             if (2 * sp < awake || handoff) {
-                atomic_fetch_add(&s->nspinning, 1);
+                atomic_fetch_add(&s->park.nspinning, 1);
                 spinning = true;
             }
         }
@@ -290,7 +290,7 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
                 if (t) {
                     usched__wk_go_busy(s, w);
                     /* The last spinner to find work wakes another (chaining) [model: SC]. */
-                    if (atomic_fetch_sub(&s->nspinning, 1) == 1 && usched__work_visible(s, w))
+                    if (atomic_fetch_sub(&s->park.nspinning, 1) == 1 && usched__work_visible(s, w))
                         usched__wk_wakep(s, w, w->cpu);
                     return t;
                 }
@@ -300,7 +300,7 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
                 if (pass >= 3 && usched__now_ns() >= until) break;
                 for (int i = 0; i < 32; i++) usched__cpu_relax();
             }
-            atomic_fetch_sub(&s->nspinning, 1);
+            atomic_fetch_sub(&s->park.nspinning, 1);
             spinning = false;
         }
         if (atomic_load_explicit(&s->stopping, memory_order_acquire)) {

@@ -99,7 +99,7 @@ static void *pool_main(void *arg)
         j->fn(j->arg);
         atomic_fetch_add(&waking, 1); /* O5 */
         usched__wake(t, USCHED__WAKE_IO);
-        atomic_fetch_sub_explicit(&s->outside_wakers, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&s->life.outside_wakers, 1, memory_order_release);
         atomic_fetch_sub_explicit(&waking, 1, memory_order_release);
         pthread_mutex_lock(&lock);
     }
@@ -158,7 +158,7 @@ int usched__offload_run(void (*fn)(void *), void *arg)
             return usched__error(-rc, "offload: cannot create a pool thread");
         }
     }
-    atomic_fetch_add_explicit(&s->outside_wakers, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->life.outside_wakers, 1, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
     struct usched__wk *w = usched__self_wk();
     usched__stat_add(&w->stats, USCHED_STAT_offloads, 1);

@@ -412,12 +412,12 @@ static int io_claim(usched_t *s, struct usched__wk *w, bool renew, uint64_t *def
     if (!io->percpu && atomic_load_explicit(&st->poller, memory_order_relaxed) < 0) {
         uint64_t len = 0;
         if (renew && c->defer_ns &&
-            (uint32_t)s->ncpus > atomic_load_explicit(&s->nparked, memory_order_seq_cst) &&
+            (uint32_t)s->ncpus > atomic_load_explicit(&s->park.nparked, memory_order_seq_cst) &&
             atomic_load_explicit(&st->last_poll_ns, memory_order_relaxed) > c->defer_start) {
             len = 2 * c->defer_ns;
             if (len > IO_DEFER_MAX_NS) len = IO_DEFER_MAX_NS;
             why = USCHED__PARK_RENEWED;
-        } else if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0) {
+        } else if (atomic_load_explicit(&s->park.nspinning, memory_order_seq_cst) > 0) {
             uint64_t spin = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_spin_us) * 1000;
             len = spin < IO_DEFER_MIN_NS ? IO_DEFER_MIN_NS : spin > IO_DEFER_MAX_NS ? IO_DEFER_MAX_NS : spin;
         }

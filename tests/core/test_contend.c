@@ -119,7 +119,7 @@ static void spawner(void *arg)
     usched_t *s = sched;
     for (int i = 0; i < 50 && stat_of("contend_wake_skips") == 0; i++) {
         double end = test_now() + BOUND_S;
-        while (atomic_load(&s->nparked) != (uint32_t)s->ncpus - 1 && test_now() < end) usleep(200);
+        while (atomic_load(&s->park.nparked) != (uint32_t)s->ncpus - 1 && test_now() < end) usleep(200);
         ASSERT_OK(usched_spawn(sched, NULL, child, NULL));
     }
 }
@@ -304,7 +304,7 @@ int main(int argc, char **argv)
     ASSERT_OK(usched_create(&sched));
     if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
     ASSERT_OK(usched_set(sched, "knobs", "stall_us=2000,contend_pct=30,contend_pin=1"));
-    sched->schedstat_dir = dir;
+    sched->cfg.schedstat_dir = dir;
     ASSERT_OK(usched_start(sched));
     int n = usched_ncpus(sched);
     if (n < 2 || n > 256) {

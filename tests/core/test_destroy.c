@@ -41,7 +41,7 @@ static void *joiner(void *arg)
     return NULL;
 }
 
-/* Waits until the outside joiner is on s->owaiters, the list destroy
+/* Waits until the outside joiner is on s->out.owaiters, the list destroy
  * cancels. Before that point destroy would free the task under a thread
  * that is still about to look at it, so no fixed sleep will do on a loaded
  * machine. Gives up (failing, with a message) if the join returned early or
@@ -50,9 +50,9 @@ static void wait_joiner_registered(usched_t *s)
 {
     double deadline = test_now() + 30.0;
     for (;;) {
-        pthread_mutex_lock(&s->lock);
-        int registered = s->owaiters != NULL;
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(&s->out.lock);
+        int registered = s->out.owaiters != NULL;
+        pthread_mutex_unlock(&s->out.lock);
         if (registered) return;
         int rc = atomic_load(&join_rc);
         if (rc != 1) TEST_FAIL_("usched_join returned %d before destroy", rc);
@@ -114,7 +114,7 @@ static void fd_reader(void *arg)
 static void *late_writer(void *arg)
 {
     usched_t *s = arg;
-    while (!atomic_load(&s->nwaiting)) usleep(1000); /* destroy is waiting */
+    while (!atomic_load(&s->life.nwaiting)) usleep(1000); /* destroy is waiting */
     usleep(600 * 1000);
     ASSERT_EQ(write(sv[1], "x", 1), 1);
     return NULL;

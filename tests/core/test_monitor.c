@@ -280,7 +280,7 @@ static void case_report(void)
 
 /* Thieves for a stalled CPU (M5), on a scheduler that steals: CPU 0's bound
  * fiber waits until every other CPU parked, spawns NQUEUED fibers with the
- * spawn's own wake-up held back (s->waking set, as a wake-up already in
+ * spawn's own wake-up held back (s->park.waking set, as a wake-up already in
  * flight would), and computes. Nothing but the monitor can wake a thief:
  * the queued fibers must run elsewhere while CPU 0 is held, and the
  * monitor counts the wake-up (stall_wakes). */
@@ -314,14 +314,14 @@ static void steal_holder(void *arg)
     while (!all_asleep(s) && test_now() < end) __asm__ volatile("" ::: "memory");
     atomic_store(&steal_parked, all_asleep(s));
     uint32_t zero = 0;
-    while (!atomic_compare_exchange_weak(&s->waking, &zero, 1)) zero = 0;
+    while (!atomic_compare_exchange_weak(&s->park.waking, &zero, 1)) zero = 0;
     atomic_store(&holding, 1);
     for (int i = 0; i < NQUEUED; i++) ASSERT_OK(usched_spawn(s, NULL, steal_child, NULL));
     /* Where the policy put them: CPU 0's own queues (a thief's to take) or
      * other CPUs (their inboxes, kicked) or the shared queue. */
     struct usched__wk *w0 = s->wk[0];
     atomic_store(&steal_queued0, (int)usched__ring_len(&w0->ring) + (atomic_load(&w0->next) != NULL));
-    atomic_store(&s->waking, 0);
+    atomic_store(&s->park.waking, 0);
     end = test_now() + BOUND_S;
     while (atomic_load(&steal_ran_during) < NQUEUED && test_now() < end) __asm__ volatile("" ::: "memory");
     atomic_store(&holding, 0);

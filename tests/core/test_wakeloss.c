@@ -34,9 +34,9 @@ static struct pp *live_pp; /* the ping-pong under way, for the dump */
  * diagnosis, never asserted). */
 static void dump_workers(void)
 {
-    fprintf(stderr, "nparked=%u nspinning=%u waking=%u gq_n=%u\n", (unsigned)atomic_load(&s->nparked),
-            (unsigned)atomic_load(&s->nspinning), (unsigned)atomic_load(&s->waking),
-            (unsigned)atomic_load(&s->gq_n));
+    fprintf(stderr, "nparked=%u nspinning=%u waking=%u gq_n=%u\n", (unsigned)atomic_load(&s->park.nparked),
+            (unsigned)atomic_load(&s->park.nspinning), (unsigned)atomic_load(&s->park.waking),
+            (unsigned)atomic_load(&s->gq.n));
     for (int c = 0; c < s->ncpus; c++) {
         struct usched__wk *w = s->wk[c];
         fprintf(stderr,

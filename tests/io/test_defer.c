@@ -141,7 +141,7 @@ int main(void)
                 else
                     awake = c;
             }
-            if (parked == s->ncpus - 1 && atomic_load(&s->nspinning) == 1 &&
+            if (parked == s->ncpus - 1 && atomic_load(&s->park.nspinning) == 1 &&
                 stat_of("io_poller_deferred") > deferred0)
                 spinner = awake;
             else

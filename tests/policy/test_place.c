@@ -265,16 +265,16 @@ static void global_queue(struct scen *sc)
         settle(sc->l, true);
         atomic_store(&sc->cpu, -1);
         usched_task_t *c;
-        /* No CPU woken for the spawn (s->waking, the flag that keeps a
+        /* No CPU woken for the spawn (s->park.waking, the flag that keeps a
          * burst of spawns from waking every CPU, held): a woken CPU would
          * take the child from the next slot while the host kernel runs it
          * instead of P's thread. */
         uint32_t zero = 0;
-        while (!atomic_compare_exchange_weak(&s->waking, &zero, 1)) zero = 0;
+        while (!atomic_compare_exchange_weak(&s->park.waking, &zero, 1)) zero = 0;
         ASSERT_OK(usched_spawn(s, &c, child_fn, sc));
         struct usched_task *exp = c;
         bool held = atomic_compare_exchange_strong(&pw->next, &exp, NULL);
-        atomic_store(&s->waking, 0);
+        atomic_store(&s->park.waking, 0);
         if (!held) {
             while (atomic_load(&sc->cpu) < 0) __asm__ volatile("" ::: "memory");
             ASSERT_OK(usched_join(c));
