@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "core/park.h"
 #include "core/preempt.h"
+#include "core/schedtrace.h"
 #include "core/statshm.h"
 #include "base/error.h"
 #include "base/export.h"
@@ -331,7 +332,6 @@ USCHED_EXPORT int usched_start(usched_t *s)
     }
     return 0;
 fail:
-    usched__schedtrace_stop(s);
     if (pol_inited && s->ops->exit) s->ops->exit(&s->pol); /* the workers are stopped */
     usched__trace_close(s);
     if (s->wk) usched__trace_stop(s); /* frees the buffers; the file is closed */
@@ -399,7 +399,6 @@ USCHED_EXPORT int usched_destroy(usched_t *s)
             usched__cancel_owaiters(s);
         }
         usched__monitor_stop(s); /* before the workers: it reads their state */
-        usched__schedtrace_stop(s);
         atomic_store(&s->stopping, 1);
         usched__wk_kick_all(s);
         for (int c = 0; c < s->ncpus; c++)

@@ -357,18 +357,14 @@ struct usched {
     /* Preemption (preempt.c, docs/preempt.md); NULL while it is off. */
     struct usched__preempt *pre;
     /* Tracing (trace.c): configuration, the file opened at start, the
-     * outside threads' buffer (under its lock), the periodic summary. */
+     * outside threads' buffer (under its lock). */
     char *trace_path;
     FILE *trace_f;
     uint64_t trace_t0;
     struct usched__tbuf tout;
     struct usched__tcfg tcfg;  /* trace_mb, trace_mode, ... (trace.h) */
     struct usched__trace *tr;  /* dumps (trace.c); NULL when not tracing */
-    int schedtrace_ms;
-    int st_started, st_stop; /* st_stop under st_lock */
-    pthread_t st_thread;
-    pthread_mutex_t st_lock;
-    pthread_cond_t st_cond;
+    int schedtrace_ms; /* the periodic summary's period (monitor.c prints it) */
 };
 
 /* Adds n to counter id on the deciding worker w, or on the shared outside
@@ -471,8 +467,6 @@ const int *usched__cpus_near(struct usched *s, int cpu);
 /* Tracing and wake-up latency (trace.c). */
 int usched__trace_open(struct usched *s);
 void usched__trace_close(struct usched *s);
-void usched__wakelat_print(struct usched *s, FILE *f);
-void usched__wakelat_reset(struct usched *s);
 
 /* Idle masks (idle.c): the one owner of the idle-CPU and idle-core rule. */
 void usched__idle_set(struct usched *s, int cpu);

@@ -102,6 +102,7 @@
 #include "base/fault.h"
 #include "core/park.h"
 #include "core/preempt.h"
+#include "core/schedtrace.h"
 #include "core/statshm.h"
 
 #define MON_WARNED 64          /* fibers remembered as warned about */
@@ -134,6 +135,7 @@ struct usched__mon {
     uint64_t warned[MON_WARNED]; /* ids warned about (a ring) */
     unsigned nwarned;
     struct usched__statshm *shm; /* the live statistics segment, NULL none (statshm.c) */
+    struct usched__schedtrace *st; /* the periodic summary, NULL when off (schedtrace.c) */
 };
 
 /* The monitor is no worker: its counts go to the outside counters. */
@@ -402,8 +404,10 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
     }
 }
 
-/* M1-M3: sleeps while every worker is parked. */
-static void sleep_if_idle(usched_t *s, struct usched__mon *m)
+/* M1-M3: sleeps while every worker is parked; with the periodic summary
+ * on, at most until its next line (ts), as Go's sysmon keeps waking for
+ * its schedtrace. */
+static void sleep_if_idle(usched_t *s, struct usched__mon *m, const struct timespec *ts)
 {
     atomic_store_explicit(&s->park.mon_idle, 1, memory_order_seq_cst);                 /* M1 */
     usched__full_fence(); /* before M2's load, under emulators too (park.c, P2) */
@@ -411,7 +415,7 @@ static void sleep_if_idle(usched_t *s, struct usched__mon *m)
         !atomic_load_explicit(&m->stop, memory_order_seq_cst)) {
         mon_stat(s, USCHED_STAT_monitor_sleeps, 1);
         usched__statshm_publish(m->shm, s, true); /* the final counts */
-        usched__futex(&s->park.mon_idle, FUTEX_WAIT, 1, NULL);                          /* M3 */
+        usched__futex(&s->park.mon_idle, FUTEX_WAIT, 1, ts);                            /* M3 */
     }
     atomic_store_explicit(&s->park.mon_idle, 0, memory_order_relaxed);
 }
@@ -431,8 +435,13 @@ static void *monitor_main(void *arg)
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
         }
         usched__statshm_publish(m->shm, s, false); /* the live statistics */
+        /* The periodic summary: its line when due; the monitor sleeps at
+         * most until the next one, idle or not. */
+        uint64_t line_in = m->st ? usched__schedtrace_tick(s, m->st, usched__now_ns()) : 0;
+        if (m->st && line_in < period) period = line_in;
         if (atomic_load_explicit(&s->park.nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
-            sleep_if_idle(s, m);
+            struct timespec until = usched__ns_timespec(line_in);
+            sleep_if_idle(s, m, m->st ? &until : NULL);
             continue;
         }
         struct timespec ts = usched__ns_timespec(period);
@@ -467,12 +476,19 @@ int usched__monitor_start(usched_t *s)
         free(m);
         return -ENOMEM;
     }
+    int rc = usched__schedtrace_new(s, &m->st);
+    if (rc < 0) {
+        free(m->cpu);
+        free(m);
+        return rc;
+    }
     for (int c = 0; c < s->ncpus; c++) m->cpu[c].ss_fd = -1;
     open_schedstat(s, m);
     m->shm = usched__statshm_create(s);
     s->mon = m;
-    int rc = -pthread_create(&m->thread, NULL, monitor_main, s);
+    rc = -pthread_create(&m->thread, NULL, monitor_main, s);
     if (rc < 0) {
+        usched__schedtrace_free(m->st);
         for (int c = 0; c < s->ncpus; c++)
             if (m->cpu[c].ss_fd >= 0) close(m->cpu[c].ss_fd);
         usched__statshm_destroy(m->shm);
@@ -494,6 +510,7 @@ void usched__monitor_stop(usched_t *s)
     for (int c = 0; c < s->ncpus; c++)
         if (m->cpu[c].ss_fd >= 0) close(m->cpu[c].ss_fd);
     usched__statshm_destroy(m->shm);
+    usched__schedtrace_free(m->st);
     free(m->cpu);
     free(m);
     s->mon = NULL;

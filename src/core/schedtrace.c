@@ -1,53 +1,19 @@
 /*
  * The wake-up latency histograms' summary (usched_stats_print) and the
- * periodic one-line summary of every CPU (USCHED_SCHEDTRACE=MS, its own
- * thread): what the scheduler prints of itself, beside the trace file
- * that trace.c records.
+ * periodic one-line summary of every CPU (USCHED_SCHEDTRACE=MS, printed by
+ * the stall monitor's thread, as Go's sysmon prints its schedtrace): what
+ * the scheduler prints of itself, beside the trace file that trace.c
+ * records.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "base/export.h"
 #include "core/core.h"
-
-static void *schedtrace_main(void *arg);
-
-int usched__schedtrace_start(struct usched *s)
-{
-    pthread_mutex_init(&s->st_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->st_cond, &ca);
-    pthread_condattr_destroy(&ca);
-    s->st_stop = 0;
-    int rc = -pthread_create(&s->st_thread, NULL, schedtrace_main, s);
-    if (rc < 0) {
-        pthread_cond_destroy(&s->st_cond);
-        pthread_mutex_destroy(&s->st_lock);
-        return usched__error(-rc, "schedtrace: cannot start its thread");
-    }
-    s->st_started = 1;
-    return 0;
-}
-
-void usched__schedtrace_stop(struct usched *s)
-{
-    if (!s->st_started) return;
-    pthread_mutex_lock(&s->st_lock);
-    s->st_stop = 1;
-    pthread_cond_signal(&s->st_cond);
-    pthread_mutex_unlock(&s->st_lock);
-    pthread_join(s->st_thread, NULL);
-    pthread_cond_destroy(&s->st_cond);
-    pthread_mutex_destroy(&s->st_lock);
-    s->st_started = 0;
-}
+#include "core/schedtrace.h"
 
 /* ---- wake-up latency --------------------------------------------------------------- */
 
@@ -129,43 +95,62 @@ static const char *wk_state(struct usched__wk *w)
     return atomic_load_explicit(&w->current, memory_order_relaxed) ? "running" : "spinning";
 }
 
-static void *schedtrace_main(void *arg)
+/* The periodic summary's state, owned by the monitor's thread. */
+struct usched__schedtrace {
+    uint64_t period_ns;
+    uint64_t next_ns; /* when the next line is due */
+    uint64_t *last;   /* [ncpus] switches at the last line */
+    char *line;
+};
+
+int usched__schedtrace_new(struct usched *s, struct usched__schedtrace **out)
 {
-    usched_t *s = arg;
-    uint64_t *last = calloc((size_t)s->ncpus, sizeof *last);
-    char *line = malloc((size_t)s->ncpus * 64 + 128);
-    if (!last || !line) {
-        free(last);
-        free(line);
-        return NULL;
+    *out = NULL;
+    if (s->schedtrace_ms <= 0) return 0;
+    struct usched__schedtrace *st = calloc(1, sizeof *st);
+    if (st) {
+        st->last = calloc((size_t)s->ncpus, sizeof *st->last);
+        st->line = malloc((size_t)s->ncpus * 64 + 128);
     }
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    pthread_mutex_lock(&s->st_lock);
-    while (!s->st_stop) {
-        dl.tv_nsec += (long)(s->schedtrace_ms % 1000) * 1000000L;
-        dl.tv_sec += s->schedtrace_ms / 1000 + dl.tv_nsec / 1000000000L;
-        dl.tv_nsec %= 1000000000L;
-        int rc = 0;
-        while (!s->st_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->st_cond, &s->st_lock, &dl);
-        if (s->st_stop) break;
-        uint64_t ms = (usched__now_ns() - s->trace_t0) / 1000000;
-        int len = snprintf(line, 128, "usched: schedtrace %llums: live=%llu global=%u", (unsigned long long)ms,
-                           (unsigned long long)atomic_load(&s->life.live), atomic_load(&s->gq.n));
-        for (int c = 0; c < s->ncpus; c++) {
-            struct usched__wk *w = s->wk[c];
-            uint64_t sw = atomic_load_explicit(&w->stats.v[USCHED_STAT_switches], memory_order_relaxed);
-            unsigned q = usched__ring_len(&w->ring) + (unsigned)atomic_load(&w->inbox_n) +
-                         (atomic_load_explicit(&w->next, memory_order_relaxed) != NULL);
-            len += snprintf(line + len, 64, " | cpu%d %s q=%u sw=%llu", c, wk_state(w), q,
-                            (unsigned long long)(sw >= last[c] ? sw - last[c] : sw)); /* reset since */
-            last[c] = sw;
-        }
-        fprintf(stderr, "%s\n", line);
+    if (!st || !st->last || !st->line) {
+        usched__schedtrace_free(st);
+        return usched__error(ENOMEM, "schedtrace: no memory for %d CPUs' lines", s->ncpus);
     }
-    pthread_mutex_unlock(&s->st_lock);
-    free(last);
-    free(line);
-    return NULL;
+    st->period_ns = (uint64_t)s->schedtrace_ms * 1000000;
+    st->next_ns = usched__now_ns() + st->period_ns;
+    *out = st;
+    return 0;
 }
 
+void usched__schedtrace_free(struct usched__schedtrace *st)
+{
+    if (!st) return;
+    free(st->last);
+    free(st->line);
+    free(st);
+}
+
+uint64_t usched__schedtrace_tick(struct usched *s, struct usched__schedtrace *st, uint64_t now)
+{
+    if (now < st->next_ns) return st->next_ns - now;
+    /* One line however late the monitor is (it was descheduled, or busy
+     * serving a stall), then the next a whole period later: lines are
+     * never printed in a burst to catch up. */
+    st->next_ns += st->period_ns;
+    if (st->next_ns <= now) st->next_ns = now + st->period_ns;
+    char *line = st->line;
+    uint64_t ms = (now - s->trace_t0) / 1000000;
+    int len = snprintf(line, 128, "usched: schedtrace %llums: live=%llu global=%u", (unsigned long long)ms,
+                       (unsigned long long)atomic_load(&s->life.live), atomic_load(&s->gq.n));
+    for (int c = 0; c < s->ncpus; c++) {
+        struct usched__wk *w = s->wk[c];
+        uint64_t sw = atomic_load_explicit(&w->stats.v[USCHED_STAT_switches], memory_order_relaxed);
+        unsigned q = usched__ring_len(&w->ring) + (unsigned)atomic_load(&w->inbox_n) +
+                     (atomic_load_explicit(&w->next, memory_order_relaxed) != NULL);
+        len += snprintf(line + len, 64, " | cpu%d %s q=%u sw=%llu", c, wk_state(w), q,
+                        (unsigned long long)(sw >= st->last[c] ? sw - st->last[c] : sw)); /* reset since */
+        st->last[c] = sw;
+    }
+    fprintf(stderr, "%s\n", line);
+    return st->next_ns - now;
+}

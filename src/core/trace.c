@@ -406,7 +406,6 @@ int usched__trace_start(struct usched *s)
         if (s->tcfg.signal && sig_register(s, true) < 0)
             return usched__error(EBUSY, "trace_signal: at most %d schedulers may take SIGUSR2", SIG_MAX);
     }
-    if (s->schedtrace_ms > 0) return usched__schedtrace_start(s);
     return 0;
 }
 

@@ -153,9 +153,5 @@ int usched__trace_stop(struct usched *s);
 void usched__trace_stalled(struct usched *s);
 /* usched_set for the trace_* keys above: -ENOENT for another key. */
 int usched__trace_set(struct usched *s, const char *key, const char *value, bool started);
-/* The periodic summary (USCHED_SCHEDTRACE, schedtrace.c): starts its thread
- * (when schedtrace_ms > 0) and stops it. */
-int usched__schedtrace_start(struct usched *s);
-void usched__schedtrace_stop(struct usched *s);
 
 #endif

@@ -33,6 +33,7 @@
  *             naming it; the wake-up latency in bench --json
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
@@ -40,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tracefmt/tracefmt.h"
@@ -733,6 +735,59 @@ static void test_large(void)
 
 /* ---- the periodic summary ----------------------------------------------------------- */
 
+/* Lines of the periodic summary in file f; *idle_at: the number of the
+ * first line where every CPU is parked (0: none). */
+static int schedtrace_lines(const char *f, int *idle_at)
+{
+    FILE *fp = fopen(f, "r");
+    ASSERT(fp != NULL);
+    char line[512];
+    int n = 0;
+    *idle_at = 0;
+    while (fgets(line, sizeof line, fp)) {
+        if (!strstr(line, "usched: schedtrace ")) continue;
+        n++;
+        if (!*idle_at && strstr(line, "cpu0 parked") && strstr(line, "cpu1 parked")) *idle_at = n;
+    }
+    fclose(fp);
+    return n;
+}
+
+/* The monitor prints the summary while every worker is parked: it must
+ * keep waking for the lines instead of sleeping until work comes. A child
+ * process (its stderr in a file) starts a scheduler of two CPUs with no
+ * fiber and waits, however long the machine takes, for a line showing both
+ * CPUs parked and then for two more lines. */
+static void test_schedtrace_idle(void)
+{
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/schedtrace-idle", dir);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+        usched_t *s = NULL;
+        if (usched_create(&s) < 0 || usched_set(s, "topology", "pack:1 l3:1 core:2 pu:1") < 0 ||
+            usched_set(s, "schedtrace", "10") < 0 || usched_start(s) < 0)
+            _exit(4);
+        int idle_at = 0, n = 0;
+        for (int i = 0; i < 30000 && !(idle_at && n >= idle_at + 2); i++) {
+            usleep(1000);
+            n = schedtrace_lines(path, &idle_at);
+        }
+        _exit(usched_destroy(s) == 0 && idle_at && n >= idle_at + 2 ? 0 : 5);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int idle_at = 0, n = schedtrace_lines(path, &idle_at);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        TEST_FAIL_("an idle scheduler's periodic summary: child status 0x%x, %d lines, "
+                   "the first with both CPUs parked: %d", st, n, idle_at);
+    printf("schedtrace idle: %d lines, both CPUs parked from line %d\n", n, idle_at);
+    unlink(path);
+}
+
 static void test_schedtrace(void)
 {
     /* select runs for its duration (0.3 s): several 20 ms periods. */
@@ -743,6 +798,7 @@ static void test_schedtrace(void)
     expect_all(r.err, (const char *const[]){"usched: schedtrace ", " | cpu0 ", " sw=", " q=", NULL});
     ASSERT_STR_CONTAINS(r.out, "wake p50");
     test_run_free(r);
+    test_schedtrace_idle();
 }
 
 /* ---- --trace on the CLI ------------------------------------------------------------- */
