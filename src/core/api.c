@@ -12,8 +12,13 @@
 
 #include "base/fault.h"
 #include "core/core.h"
+#include "core/fiber.h"
+#include "core/monitor.h"
 #include "core/park.h"
+#include "core/pin.h"
 #include "core/preempt.h"
+#include "core/registry.h"
+#include "core/sched.h"
 #include "core/schedtrace.h"
 #include "core/statshm.h"
 #include "base/error.h"

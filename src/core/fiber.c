@@ -12,8 +12,10 @@
 
 #include "base/error.h"
 #include "base/export.h"
+#include "core/place.h"
 #include "core/queue.h"
 #include "core/retire.h"
+#include "core/sched.h"
 
 /*
  * The join protocol: one atomic word (jstate, USCHED__J_* in core.h) in place

@@ -101,6 +101,7 @@
 
 #include "base/fault.h"
 #include "core/park.h"
+#include "core/pin.h"
 #include "core/preempt.h"
 #include "core/schedtrace.h"
 #include "core/statshm.h"

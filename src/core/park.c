@@ -49,6 +49,7 @@
 #include <sched.h>
 
 #include "base/futex.h"
+#include "core/idle.h"
 #include "core/park.h"
 
 const struct usched__park_backend *usched__park_io;

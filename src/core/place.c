@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/idle.h"
 #include "core/park.h"
+#include "core/place.h"
 
 _Static_assert(USCHED__WAKE_SYNC == USCHED_SEL_SYNC && USCHED__WAKE_EXIT == USCHED_SEL_EXIT &&
                    USCHED__WAKE_IO == USCHED_SEL_IO,

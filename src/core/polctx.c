@@ -12,6 +12,8 @@
 
 #include "base/export.h"
 #include "core/core.h"
+#include "core/idle.h"
+#include "core/place.h"
 
 #define S(ctx) ((ctx)->s)
 

@@ -4,6 +4,7 @@
  */
 #include <limits.h>
 
+#include "core/place.h"
 #include "core/retire.h"
 
 void usched__live_sub(usched_t *s, uint64_t n)

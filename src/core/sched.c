@@ -72,9 +72,12 @@
 #include <stdlib.h>
 
 #include "base/export.h"
+#include "core/idle.h"
 #include "core/local.h"
+#include "core/place.h"
 #include "core/preempt.h"
 #include "core/retire.h"
+#include "core/sched.h"
 
 /* ---- fibers on this worker ------------------------------------------------- */
 

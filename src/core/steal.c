@@ -16,6 +16,7 @@
  */
 #include <sched.h>
 
+#include "core/idle.h"
 #include "core/local.h"
 #include "core/steal.h"
 

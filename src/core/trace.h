@@ -154,4 +154,9 @@ void usched__trace_stalled(struct usched *s);
 /* usched_set for the trace_* keys above: -ENOENT for another key. */
 int usched__trace_set(struct usched *s, const char *key, const char *value, bool started);
 
+/* The trace file and buffers (trace.c): opened by usched_start before the
+ * workers start (a bad path fails there), closed at destroy. */
+int usched__trace_open(struct usched *s);
+void usched__trace_close(struct usched *s);
+
 #endif

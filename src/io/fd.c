@@ -66,6 +66,7 @@
 
 #include "base/fault.h"
 #include "base/error.h"
+#include "core/place.h"
 #include "io/io_impl.h"
 
 #define CHUNK_SHIFT 10

@@ -90,6 +90,8 @@
 
 #include "base/error.h"
 #include "base/fault.h"
+#include "core/pin.h"
+#include "core/place.h"
 #include "io/io_impl.h"
 
 #define EV_WAKE UINT64_MAX /* epoll_data of evfd */

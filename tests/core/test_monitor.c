@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/sched.h"
 #include "tracefmt/tracefmt.h"
 #include "test.h"
 #include "usched.h"
