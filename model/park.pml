@@ -133,11 +133,14 @@ bool evfd[N];                   /* the set's eventfd has a count */
 bool wake_sig[N];               /* st->wake_sig (B1, B3) */
 #endif
 
-#if NHOG > 0 && !defined(NO_MONITOR) && (defined(IO) || defined(TIMERS))
+#if defined(IO) || defined(TIMERS)
 /* The monitor (with the poller or timers): a look saw the CPU stalled
  * (its first look of the stall is done), and, at a look after a state at
- * rest, a ready event in set c or a pending timer on CPU c. */
+ * rest, a ready event in set c or a pending timer on CPU c. (Declared
+ * for the monitor's text; they stay 0 where it does not run.) */
+#if NHOG > 0 && !defined(NO_MONITOR)
 #define MSTALE 1
+#endif
 bool stalled[N];
 bool rdy_seen[N], tmr_seen[N], q_seen[N];
 /* work on CPU c's queues that a thief takes */
@@ -399,9 +402,7 @@ inline wakep(me, ok)
 inline take(st)
 {
     nev = rdy[st]; rdy[st] = 0; nwait[st] = nwait[st] - nev;
-#if NHOG > 0 && !defined(NO_MONITOR)
     rdy_seen[st] = 0;
-#endif
 #ifdef IO_SHARED
     polled[0] = 1; polled[1] = 1;
 #if N == 3
