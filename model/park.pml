@@ -65,6 +65,30 @@ byte budget = NF;               /* hand-offs still to make */
 byte hogs_left = NHOG;
 bool mon_idle;                  /* the monitor sleeps (M1-M3) */
 
+#ifdef CONTEND
+/* The contention verdict (monitor.c, C1-C4): the monitor judges a worker
+ * contended, or no longer, from its run delay; here the verdict flips at
+ * any moment, NCF times in a run (any timing of the monitor's looks). A
+ * contended worker parks without spinning (C2), and wakep passes it over
+ * while an uncontended CPU is parked (C3). */
+#ifndef NCF
+#define NCF 2                   /* flips of the verdict in a run */
+#endif
+bool contended[N];              /* w->contended */
+byte cflips = NCF;
+#define CONT(c) contended[c]
+#else
+#define CONT(c) 0
+#endif
+
+#ifdef STOP
+/* Shutdown (api.c, usched_destroy): once no fiber is live, the destroying
+ * thread stores `stopping` and wakes every worker (park.c,
+ * usched__wk_kick_all); each worker returns from its idle path. */
+bool stopping;
+bool exited[N];                 /* the worker returned (usched__worker_main ends) */
+#endif
+
 #ifdef TIMERS
 /* Timers (timer.c): a fiber sleeps with a timer on its own CPU's heap (only
  * the running fiber adds one, sched.c usched__timer_add); the worker fires
@@ -109,7 +133,34 @@ bool evfd[N];                   /* the set's eventfd has a count */
 bool wake_sig[N];               /* st->wake_sig (B1, B3) */
 #endif
 
+#if defined(IO) || defined(TIMERS)
+/* The monitor (with the poller or timers): a look saw the CPU stalled
+ * (its first look of the stall is done), and, at a look after a state at
+ * rest, a ready event in set c or a pending timer on CPU c. (Declared
+ * for the monitor's text; they stay 0 where it does not run.) */
+#if NHOG > 0 && !defined(NO_MONITOR)
+#define MSTALE 1
+#endif
+bool stalled[N];
+bool rdy_seen[N], tmr_seen[N], q_seen[N];
+/* work on CPU c's queues that a thief takes */
+#define QUEUED(c) (ring[c] > 0 || (nxt[c] > 0 && nxt_spawn[c]))
+#ifndef TIMERS
+byte tmr[N];                    /* (no timers: always 0) */
+#endif
+#ifndef IO
+byte rdy[N], nwait[N];          /* (no poller: always 0) */
+#define SET(c) (c)
+#endif
+#endif
+
 /* ---- helpers ---------------------------------------------------------------- */
+
+#ifdef CONTEND
+#define SKP_VAR bool skp;       /* wakep passed over a contended parked CPU */
+#else
+#define SKP_VAR
+#endif
 
 /* Work CPU `me` could run or steal, as P3 and the spinner's chain test look
  * (sched.c, work_visible): its own queues (its own buffered puts included),
@@ -130,6 +181,22 @@ inline work_visible(me, r)
         c = 0
     }
 }
+
+#ifdef MSTALE
+/* The same, leaving out what is queued behind a stalled CPU (a hog). */
+inline work_visible_rest(me, r)
+{
+    d_step {
+        r = (OWN(me) > 0 || gq > 0);
+        c = 0;
+        do
+        :: c < N -> r = r || (STEAL(me, c) && !hogging[c]); c++
+        :: else -> break
+        od;
+        c = 0
+    }
+}
+#endif
 
 /* The store buffer of CPU `me` empties (a full fence, or a locked
  * instruction, by the owner). */
@@ -256,13 +323,37 @@ inline wakep_body(ok)
             w = 0;
             do
             :: w < N && !ok -> if
-                               :: ISPARKED(w) -> wake_parked(w, ok)
+                               :: ISPARKED(w) && !CONT(w) -> wake_parked(w, ok)
+#ifdef CONTEND
+                               :: ISPARKED(w) && CONT(w) -> skp = 1
+#endif
                                :: else -> skip
                                fi;
                                w++
             :: else -> break
             od;
             w = 0;
+#ifdef CONTEND
+            /* C3: contended CPUs last, when no uncontended CPU was parked
+             * [model: C3] (the mutant also leaves them out of the second
+             * look below, which would otherwise wake them instead) */
+#ifndef MUT_C3
+            if
+            :: !ok && skp ->
+                do
+                :: w < N && !ok -> if
+                                   :: ISPARKED(w) -> wake_parked(w, ok)
+                                   :: else -> skip
+                                   fi;
+                                   w++
+                :: else -> break
+                od;
+                w = 0
+            :: else -> skip
+            fi;
+#endif
+            skp = 0;
+#endif
             if
             :: !ok ->
                 waking = 0;
@@ -272,7 +363,11 @@ inline wakep_body(ok)
 #ifndef MUT_WP3
                 do
                 :: w < N && !ok -> if
+#ifdef MUT_C3
+                                   :: ISPARKED(w) && !CONT(w) -> wake_parked(w, ok)
+#else
                                    :: ISPARKED(w) -> wake_parked(w, ok)
+#endif
                                    :: else -> skip
                                    fi;
                                    w++
@@ -307,6 +402,7 @@ inline wakep(me, ok)
 inline take(st)
 {
     nev = rdy[st]; rdy[st] = 0; nwait[st] = nwait[st] - nev;
+    rdy_seen[st] = 0;
 #ifdef IO_SHARED
     polled[0] = 1; polled[1] = 1;
 #if N == 3
@@ -325,16 +421,18 @@ inline dispatch(me)
 {
     do
     :: nev > 0 ->
-        nev--;
         select(t : 0 .. N - 1);
         if
-        :: t != me -> handoff = 1; inbox[t]++; kick(t, ok)
+        :: t != me -> handoff = 1; atomic { inbox[t]++; nev-- }; kick(t, ok)
         :: else ->
             nxt_spawn[me] = 0;
-            if
-            :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
-            :: else -> sb_ring[me]++
-            fi;
+            atomic {
+                if
+                :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
+                :: else -> sb_ring[me]++
+                fi;
+                nev--
+            };
             wakep(me, ok)
         fi;
         t = 0; ok = 0
@@ -389,6 +487,7 @@ proctype worker(byte me)
 {
     bool got, ok, vis, spinning, handoff, spawn_woke;
     byte c, w, old, t, was;
+    SKP_VAR
 #if defined(IO) || defined(TIMERS)
     byte nev;
 #endif
@@ -421,14 +520,21 @@ top:
             fi;
 #endif
             if
-            :: 2 * nspinning < N - nparked || handoff -> nspinning++; spinning = 1
-            :: else -> skip
+            :: CONT(me) -> skip   /* C2: a contended CPU parks without spinning */
+            :: else -> if
+                :: 2 * nspinning < N - nparked || handoff -> nspinning++; spinning = 1
+                :: else -> skip
+                fi
             fi;
             handoff = 0;
 decided:    skip
         };
         if
         :: spinning ->
+#ifdef IO
+            /* the spin's first pass polls before it looks (steal.c) */
+            poll_idle(me);
+#endif
             do
             :: try_all(me, got);
                if
@@ -457,6 +563,10 @@ decided:    skip
             spinning = 0
         :: else -> skip
         fi;
+#ifdef STOP
+        /* the scheduler stops: return instead of parking (steal.c) */
+        if :: stopping -> goto stop :: else -> skip fi;
+#endif
         /* P1: nparked first, then the state [model: P1] */
         nparked++;
 #ifdef IO
@@ -515,6 +625,12 @@ decided:    skip
 #endif
 #ifdef MUT_P3
         vis = 0;
+#endif
+#if defined(STOP) && !defined(MUT_STP)
+        /* P3 counts the scheduler stopping as work seen: a worker that
+         * stored PARKED after the destroyer's store of RUNNING would
+         * otherwise sleep for ever [model: STP] */
+        vis = vis || stopping;
 #endif
 #if defined(IO) && !defined(IO_SHARED) && !defined(MUT_P3N)
         /* P3'' (percpu): parking on the futex, a waiter in its own set
@@ -603,6 +719,11 @@ end_park:   (state[me] != PARKED || DUE(me));
     od;
 
 exec:
+#ifdef STOP
+    /* no fiber starts once the scheduler stops: the destroyer waited
+     * until none was live (fiber.c, usched__wait_live) */
+    assert(!stopping);
+#endif
     atomic { got = 0; vis = 0; ok = 0; current[me] = 1 };
     spawn_woke = 0;
     do
@@ -718,7 +839,11 @@ end_hog: false   /* computes for ever: only the monitor helps its queues */
     :: break
     od;
     current[me] = 0;
-    goto top
+    goto top;
+#ifdef STOP
+stop:
+    exited[me] = 1
+#endif
 }
 
 /* A CPU's store buffer drains by itself, at any time. */
@@ -760,23 +885,91 @@ end_kernel:
 #ifndef NEARLY
 #define NEARLY 1
 #endif
+#if defined(IO) || defined(TIMERS)
+/* With the I/O poller or timers, a look also serves what only the stalled
+ * CPU serves besides its queues: the look at the start of the stall, every
+ * look while its set has waiters (percpu), its timers. */
+#define MSERVE(i) (!stalled[i] || tmr[i] > 0 || nwait[SET(i)] > 0)
+#else
+#define MSERVE(i) 0
+#endif
 proctype monitor()
 {
     byte c, w, i, was;
     bool ok;
+    SKP_VAR
     byte early = NEARLY;
+#if defined(IO) || defined(TIMERS)
+    bool wk, quiet;
+    byte t, nev;
+#endif
     do
     :: atomic {
+#if defined(IO) || defined(TIMERS)
+           /* A look that follows a state at rest (a whole period in the
+            * code): nothing the stalled CPU alone serves may have waited
+            * through the whole period before it, since the state at rest
+            * before the last look: a ready event of a set, a timer, or
+            * work queued behind the stalled CPU. Then what waits now. */
            i = 0;
            do
-           :: i < N && !(hogging[i] && (inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0)) -> i++
+           :: i < N ->
+               assert(!quiet || (!(rdy_seen[i] && rdy[i] > 0) && !(tmr_seen[i] && tmr[i] > 0) &&
+                                 !(q_seen[i] && hogging[i] && QUEUED(i))));
+               rdy_seen[i] = quiet && rdy[i] > 0; tmr_seen[i] = quiet && tmr[i] > 0;
+               q_seen[i] = quiet && hogging[i] && QUEUED(i);
+               i++
+           :: else -> break
+           od;
+           quiet = 0;
+#endif
+           i = 0;
+           do
+           :: i < N && !(hogging[i] && (inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0 || MSERVE(i))) -> i++
            :: else -> break
            od };
         if
         :: i < N ->
+#if defined(IO) || defined(TIMERS)
+            /* T1-T3: the stalled CPU's due timers, fired by the monitor,
+             * each waking its fiber from outside the workers: any CPU's
+             * inbox (W1-W3) [model: MT] */
+#ifndef MUT_MT
+            atomic { nev = tmr[i]; tmr[i] = 0 };
+            do
+            :: nev > 0 ->
+                select(t : 0 .. N - 1);
+                atomic { inbox[t]++; nev-- };
+                kick(t, ok);
+                t = 0; ok = 0
+            :: else -> break
+            od;
+#endif
+            atomic { wk = inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0; gq = gq + inbox[i]; inbox[i] = 0 };    /* M4 */
+#ifdef MUT_M5
+            wk = 0;
+#endif
+#ifdef IO
+            /* at the stall's first look while the poller exists, and on
+             * every look while fibers wait in the stalled CPU's own set
+             * (percpu: only an idle CPU's poll takes its readiness),
+             * wake a parked CPU [model: MIO] */
+            wk = wk || (!stalled[i] && io_budget < NIO);
+#if !defined(IO_SHARED) && !defined(MUT_MIO)
+            wk = wk || nwait[i] > 0;
+#endif
+#endif
+            stalled[i] = 1;
+            if
+            :: wk -> wakep_body(ok)                            /* M5 */
+            :: else -> skip
+            fi;
+            wk = 0;
+#else
             atomic { gq = gq + inbox[i]; inbox[i] = 0 };    /* M4 */
 #ifndef MUT_M5
             wakep_body(ok);                                    /* M5 */
+#endif
 #endif
             ok = 0
         :: else -> skip
@@ -797,21 +990,112 @@ end_m3b:    (mon_idle == 0)
         :: else ->
 end_period:
             if
+#if defined(IO) || defined(TIMERS)
+            :: timeout -> quiet = 1
+#else
             :: timeout
+#endif
             :: atomic { early > 0 -> early-- }
             fi
         fi
     od
 }
 
-/* An outside thread spawns one fiber: the global queue, then wakep. */
+#ifdef STOP
+/* No fiber is live (fiber.c, usched__wait_live): none queued, in a store
+ * buffer, taken and about to run, running, among the events or timers a
+ * CPU took and is about to wake, waiting on a descriptor or sleeping. */
+#if defined(IO) || defined(TIMERS)
+#define TAKEN(i) (worker[i + 1]:got || worker[i + 1]:nev > 0)
+#else
+#define TAKEN(i) (worker[i + 1]:got)
+#endif
+#ifdef IO
+#define WAITS(i) (nwait[i] > 0)
+#else
+#define WAITS(i) 0
+#endif
+#ifdef TIMERS
+#define SLEEPS(i) (tmr[i] > 0)
+#else
+#define SLEEPS(i) 0
+#endif
+#define BUSY(i) (OWN(i) > 0 || current[i] || TAKEN(i) || WAITS(i) || SLEEPS(i))
+#if N == 2
+#define LIVE (gq > 0 || BUSY(0) || BUSY(1))
+#else
+#define LIVE (gq > 0 || BUSY(0) || BUSY(1) || BUSY(2))
+#endif
+
+/* usched_destroy once no fiber is live: `stopping` (seq_cst), then
+ * usched__wk_kick_all: every worker's state stored RUNNING and its futex
+ * woken (the model's futex wait ends when the state is not PARKED), and
+ * the I/O backend's wake of every set [model: KIO] (B1, B2 per set: a CPU
+ * blocked in a set for waiters already gone, its events taken by a
+ * spinner's poll, is woken only by that). The monitor is stopped first;
+ * the configurations with STOP have none. */
+inline destroy()
+{
+    /* (a fiber blocked for ever keeps it waiting: the deadlock that
+     * usched__wait_live reports is not modelled) */
+    skip;
+end_destroy:
+    (!LIVE);
+    stopping = 1;
+    c = 0;
+    do
+    :: c < N -> state[c] = RUNNING; c++
+    :: else -> break
+    od;
+    c = 0;
+#if defined(IO) && !defined(MUT_KIO)
+    do
+    :: c < N ->
+        if
+        :: atomic { !wake_sig[c] -> wake_sig[c] = 1 }; evfd[c] = 1
+        :: else -> skip
+        fi;
+        c++
+    :: else -> break
+    od;
+    c = 0
+#endif
+}
+#endif
+
+/* An outside thread spawns one fiber: the global queue, then wakep (and,
+ * with STOP, destroys the scheduler once no fiber is live). */
 proctype outside()
 {
     byte c, w, was;
     bool ok;
+    SKP_VAR
     gq++;
-    wakep_body(ok)
+    wakep_body(ok);
+#ifdef STOP
+    destroy()
+#endif
 }
+
+#if defined(STOP) && defined(NO_OUTSIDE)
+proctype destroyer()
+{
+    byte c;
+    destroy()
+}
+#endif
+
+#ifdef CONTEND
+/* The monitor's verdicts (C1), at any moment. */
+proctype verdict()
+{
+    byte c;
+end_verdict:
+    do
+    :: atomic { cflips > 0 -> cflips--; select(c : 0 .. N - 1); contended[c] = !contended[c]; c = 0 }
+    od
+}
+#endif
 
 /* Nothing can move: then no CPU may be parked beside work it could run or
  * steal (a lost wake-up), and the monitor may not sleep while a CPU is not
@@ -838,7 +1122,13 @@ end_lost:
         do
         :: i < N ->
             if
+#ifdef MSTALE
+            /* work queued behind a stalled CPU is the monitor's to hand
+             * to a thief (M5), checked at its looks, above */
+            :: ISPARKED(i) -> work_visible_rest(i, r); assert(!r)
+#else
             :: ISPARKED(i) -> work_visible(i, r); assert(!r)
+#endif
 #ifdef IO
             /* blocked in its set though a waker moved it out of
              * PARKED_POLL: the break (W3') did not reach it */
@@ -885,6 +1175,19 @@ end_lost:
         c = 0;
 #endif
         r = 0;
+#ifdef STOP
+        /* shutdown: no worker is left parked, or in its set, for ever */
+        if
+        :: stopping ->
+            i = 0;
+            do
+            :: i < N -> assert(exited[i]); i++
+            :: else -> break
+            od;
+            i = 0
+        :: else -> skip
+        fi;
+#endif
         assert(!mon_idle || nparked == N)
     }
 #ifdef MONITOR
@@ -908,10 +1211,16 @@ init
 #ifdef MONITOR
         run monitor();
 #endif
+#ifdef CONTEND
+        run verdict();
+#endif
 #ifndef NO_OUTSIDE
         run outside();
 #else
         gq = 1;
+#ifdef STOP
+        run destroyer();
+#endif
 #endif
         run lost()
     }

@@ -58,6 +58,16 @@ cd "$out" || exit 1
 #   pollsho: pollsh with the outside thread and one descriptor wait: a
 #           third party to wake a CPU that took the role while another
 #           still reads the eventfd (B3)
+#   monio:  the stall monitor with the I/O poller (percpu): one hog, one
+#           spawn and one descriptor wait; looks only where nothing else
+#           moves (NEARLY=0)
+#   montmr: the stall monitor with timers: one hog, one spawn, one sleep
+#   monall: the monitor with the poller and timers at once
+#   cont:   hog with the contention verdict flipping twice at any moment,
+#           one hand-off (contx: two)
+#   stop:   futex with shutdown: once no fiber is live, usched_destroy's
+#           stop and wake of every worker
+#   stopsh: the same with the I/O poller (shared) and one descriptor wait
 CONFIGS='
 futex   ci   -DNF=2 -DNHOG=0
 hog     ci   -DNF=2 -DNHOG=1 -DNO_MONITOR
@@ -69,12 +79,23 @@ mon     full -DNF=2 -DNHOG=1 -DNEARLY=0
 gq3     full -DN=3 -DNF=2 -DNHOG=2 -DNO_MONITOR -DNO_OUTSIDE
 pollx   full -DIO -DNIO=2 -DNF=2 -DNHOG=0 -DNO_OUTSIDE
 pollshx full -DIO -DIO_SHARED -DNIO=2 -DNF=2 -DNHOG=0 -DNO_OUTSIDE
+monio   ci   -DIO -DNIO=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
+montmr  ci   -DTIMERS -DNT=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
+cont    ci   -DCONTEND -DNF=1 -DNHOG=1 -DNO_MONITOR
+stop    ci   -DSTOP -DNF=2 -DNHOG=0
+stopsh  ci   -DIO -DIO_SHARED -DNIO=1 -DNF=1 -DNHOG=0 -DSPAWNS_ONLY -DNO_OUTSIDE -DSTOP
 pollsho full -DIO -DIO_SHARED -DNIO=1 -DNF=1 -DNHOG=0 -DSPAWNS_ONLY
+monall  full -DIO -DTIMERS -DNT=1 -DNIO=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
+contx   full -DCONTEND -DNF=2 -DNHOG=1 -DNO_MONITOR
 '
 # Configurations where the code as it is today must give a counterexample:
 # a lost wake-up the model found (docs/model.md, "What the model found").
 # When the code is fixed, the fix goes into the model and the line goes.
+#   contio: monio with the contention verdict: a contended CPU parks
+#           without spinning, so without polling, and the stalled CPU's
+#           ready descriptor waits through every look (docs/model.md)
 KNOWN='
+contio  ci   -DIO -DCONTEND -DNIO=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
 '
 # Each mutant and the configuration that must catch it: MUTANT CONFIG.
 # The mon, gq3 and pollsho configurations are checked whole only with
@@ -101,6 +122,11 @@ B3  pollsho
 UNC pollsh
 ROLE pollsh
 TMR timer
+MT  montmr
+MIO monio
+C3  cont
+STP stop
+KIO stopsh
 '
 full=${MODEL_FULL:-0}
 # Memory for one search (MB): the full configurations need more.

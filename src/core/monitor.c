@@ -247,6 +247,7 @@ out:
  * queues; wakes a parked CPU for what moved. */
 static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, uint64_t id, bool first)
 {
+    /* T1-T3 [model: MT]: nobody else fires a stalled CPU's timers */
     if (!(seq & 1) && usched__timers_pending(&w->timers)) {
         struct timer_guard g = {.s = s, .w = w, .seq = seq, .id = id};
         (void)usched__timers_run_guarded(&w->timers, usched__now_ns(), may_fire, &g);
@@ -272,8 +273,10 @@ static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, ui
      * nothing behind: a woken CPU would only disturb the idle ones. With a
      * set per CPU (io_poller=percpu) a descriptor homed on c is seen only
      * by c or by an idle CPU that takes its readiness (poller.c): while
-     * fibers wait in c's set, every look wakes one, so readiness waits at
-     * most a monitor period behind the stall, not until it ends. */
+     * fibers wait in c's set, every look wakes one [model: MIO], so
+     * readiness waits at most a monitor period behind the stall, not
+     * until it ends (unless the CPU woken is contended: it parks without
+     * spinning, so without polling; docs/model.md). */
     if (moved || queued || (first && atomic_load_explicit(&s->io, memory_order_acquire)) ||
         usched__park_io_pending(w)) {
         if (usched__wk_wakep(s, NULL, c) && queued && !moved) mon_stat(s, USCHED_STAT_stall_wakes, 1);

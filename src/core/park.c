@@ -156,7 +156,9 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
     if (!atomic_compare_exchange_strong(&s->park.waking, &zero, 1)) return false;
     int n = s->ncpus;
     const int *order = near >= 0 ? usched__topo_order(s->topo, near) : NULL;
-    /* Contended CPUs (monitor.c, C3) last: the kernel runs them late. */
+    /* Contended CPUs (monitor.c, C3) last: the kernel runs them late; the
+     * second pass wakes one when no uncontended CPU is parked [model: C3]
+     * (the look after clearing `waking`, WP3, would also wake it). */
     bool skipped = false;
     for (int calm = 1; calm >= 0; calm--) {
         for (int whole = usched__idle_smt_rule(s); whole >= 0; whole--) {
@@ -203,7 +205,8 @@ void usched__wk_kick_all(usched_t *s)
         atomic_store(&w->state, WK_RUNNING);
         park_futex.wake(s, w);
     }
-    /* a worker blocked in the I/O backend */
+    /* a worker blocked in the I/O backend [model: KIO]: also one whose
+     * waiters are gone (a spinner's poll took their events) */
     if (atomic_load(&s->io) && usched__park_io->wake(s, NULL))
         usched__stat_inc(NULL, s, usched__park_io->wake_stat);
 }
@@ -254,7 +257,10 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
      * runs on a loaded machine, none in 600 with the fence). One fence
      * per park costs nothing beside the futex wait. */
     usched__full_fence();
-    /* P3 [model: P3]; P3'' (the backend's pending: poller.c) */
+    /* P3 [model: P3]; P3'' (the backend's pending: poller.c). The scheduler
+     * stopping counts as work seen [model: STP]: usched__wk_kick_all may
+     * have stored RUNNING before this CPU's store of PARKED above, and no
+     * other wake-up comes. */
     if (visible(s, w) || atomic_load(&s->stopping) ||
         (!in_poller && usched__park_io && usched__park_io->pending &&
          atomic_load_explicit(&s->io, memory_order_acquire) && usched__park_io->pending(s, w))) {
