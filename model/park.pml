@@ -485,7 +485,7 @@ inline poll_idle(me)
 
 proctype worker(byte me)
 {
-    bool got, ok, vis, spinning, handoff, spawn_woke;
+    bool got, ok, vis, spinning, handoff, spawn_woke, nospin;
     byte c, w, old, t, was;
     SKP_VAR
 #if defined(IO) || defined(TIMERS)
@@ -520,7 +520,7 @@ top:
             fi;
 #endif
             if
-            :: CONT(me) -> skip   /* C2: a contended CPU parks without spinning */
+            :: CONT(me) -> nospin = 1   /* C2: a contended CPU parks without spinning */
             :: else -> if
                 :: 2 * nspinning < N - nparked || handoff -> nspinning++; spinning = 1
                 :: else -> skip
@@ -529,6 +529,18 @@ top:
             handoff = 0;
 decided:    skip
         };
+#if defined(IO) && defined(CONTEND)
+        /* C2: not spinning, a contended CPU still makes the non-blocking
+         * poll of a spinner's first pass [model: CP] (its park claims only
+         * its own set; steal.c) */
+        if
+#ifndef MUT_CP
+        :: nospin -> poll_idle(me)
+#endif
+        :: else -> skip
+        fi;
+#endif
+        nospin = 0;
         if
         :: spinning ->
 #ifdef IO

@@ -275,8 +275,8 @@ static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, ui
      * by c or by an idle CPU that takes its readiness (poller.c): while
      * fibers wait in c's set, every look wakes one [model: MIO], so
      * readiness waits at most a monitor period behind the stall, not
-     * until it ends (unless the CPU woken is contended: it parks without
-     * spinning, so without polling; docs/model.md). */
+     * until it ends (a contended CPU woken polls once before it parks
+     * again: steal.c, C2). */
     if (moved || queued || (first && atomic_load_explicit(&s->io, memory_order_acquire)) ||
         usched__park_io_pending(w)) {
         if (usched__wk_wakep(s, NULL, c) && queued && !moved) mon_stat(s, USCHED_STAT_stall_wakes, 1);

@@ -264,9 +264,15 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
             recheck = false;
             renew = true;
         } else if (!spinning && usched__wk_contended(w)) {
-            /* C2 (monitor.c): no spinning on a contended CPU. */
+            /* C2 (monitor.c): no spinning on a contended CPU, but the
+             * non-blocking poll of a spinner's first pass [model: CP]: its
+             * park claims only its own set, so without this poll readiness
+             * in a stalled CPU's set (io_poller=percpu) waited until the
+             * stall ended whenever every idle CPU was contended (the
+             * monitor's wake-ups found a CPU that parked again at once). */
             w->handoff = 0;
             usched__stat_add(&w->stats, USCHED_STAT_contend_nospin, 1);
+            usched__park_io_poll(w);
         } else if (!spinning) {
             uint32_t sp = atomic_load(&s->park.nspinning);
             /* ...or if it just handed a fiber to another CPU, whose answer
