@@ -1,16 +1,17 @@
 /*
  * Trace events and the wake-up latency histogram (docs/trace.md).
  *
- * Recording. Each CPU encodes the events it decides, as they happen, into
- * Perfetto packets (tracefmt/tracefmt.h) in a buffer only its worker writes (no
- * lock, no atomic read-modify-write); outside threads (spawns and wake-ups
- * from plain threads, the stall monitor) write one shared buffer under a
- * spin lock. A buffer is a ring of 64 KiB chunks, at most trace_mb MiB over
- * all buffers: when the last chunk fills, a file trace drops the events
- * that follow (counted, the file says how many) and a flight recorder
- * (trace_mode=ring) reuses its oldest chunk. The file is written by
- * usched_trace_dump, at destroy, on SIGUSR2 when the program allows it, and
- * after a stall when asked (trace.c).
+ * Recording. Each CPU stores the events it decides, as they happen, as
+ * fixed records (a clock reading and the hook's arguments) in a buffer only
+ * its worker writes (no lock, no atomic read-modify-write); outside threads
+ * (spawns and wake-ups from plain threads, the stall monitor) write one
+ * shared buffer under a spin lock. A buffer is a ring of 64 KiB chunks, at
+ * most trace_mb MiB over all buffers: when the last chunk fills, a file
+ * trace drops the events that follow (counted, the file says how many) and
+ * a flight recorder (trace_mode=ring) reuses its oldest chunk. The file is
+ * written by usched_trace_dump, at destroy, on SIGUSR2 when the program
+ * allows it, and after a stall when asked (trace.c): the dump encodes the
+ * records as Perfetto packets (tracefmt/tracefmt.h), off the workers.
  *
  * Off (the default), every hook costs one load of s->tracing and a branch
  * predicted not taken: the recording itself is out of line.
@@ -36,23 +37,38 @@
 
 /* The events, what a fiber blocks on, the stop codes: tracefmt/tracefmt.h. */
 
-/* A chunk of encoded packets (tracefmt/tracefmt.h): 64 KiB, the unit a flight
- * recorder drops. Only the owner writes data[len..]; it publishes each
- * packet with a release store of len, so a dump (acquire) may copy
- * data[0..len) while the owner appends. A chunk is reset (len = 0) only
- * under its buffer's lock, which a dump holds while it copies. */
+/* A recorded event: what the hook was given, and the trace clock's reading
+ * (the TSC's ticks, or CLOCK_MONOTONIC's ns when the TSC is not used, see
+ * usched__tcfg). The recorder only stores it; a dump encodes the records as
+ * Perfetto packets (trace.c), converting the ticks to ns. A name event is
+ * followed by the records holding its text (n of them). */
+struct usched__trec {
+    uint64_t ts;
+    uint64_t id;
+    uint64_t a;
+    uint32_t b;
+    uint16_t c;
+    uint8_t type;
+    uint8_t n;
+};
+
+/* A chunk of records: 64 KiB, the unit a flight recorder drops. Only the
+ * owner writes rec[n..]; it publishes each record with a release store of
+ * n, so a dump (acquire) may copy rec[0..n) while the owner appends. A
+ * chunk is reset (n = 0) only under its buffer's lock, which a dump holds
+ * while it copies. A dump encodes each chunk into a packet sequence that
+ * stands alone (trace.c). */
 #define USCHED__TRACE_CHUNK (64 * 1024)
+#define USCHED__TRACE_NREC (USCHED__TRACE_CHUNK / sizeof(struct usched__trec))
 /* Chunks are mapped USCHED__TRACE_SLAB at a time with their pages
  * populated: a page fault per 4 KiB written (about 170 events) let a loaded
  * machine's kernel preempt the worker at every one; one mapping per 16
- * chunks enters the kernel once per ~40,000 events. */
+ * chunks enters the kernel once per ~30,000 events. */
 #define USCHED__TRACE_SLAB 16
-/* The largest packet an event makes (a name event with its string). */
-#define USCHED__TRACE_MAXPKT 256
 
 struct usched__tchunk {
-    _Atomic uint32_t len;
-    uint8_t data[USCHED__TRACE_CHUNK];
+    _Atomic uint32_t n;
+    struct usched__trec rec[USCHED__TRACE_NREC];
 };
 
 /* A CPU's (or the outside threads') buffer: a ring of up to `max` chunks,
@@ -62,30 +78,43 @@ struct usched__tchunk {
  * (relaxed). */
 struct usched__tbuf {
     struct usched__tchunk *cur; /* being written; NULL before the first event */
-    uint8_t *pos, *end;         /* cur->data[len], the last byte a packet may start at */
-    uint64_t last_ns;           /* timestamp of the last packet (deltas) */
-    uint64_t cur_fiber;         /* the fiber running (a wake-up by it omits its id) */
-    uint32_t runq;              /* the last run queue length written */
+    struct usched__trec *pos, *end; /* cur->rec[n], one past its last record */
+    uint64_t step_ts;           /* a switch's stop: the clock its run and migration share */
+    bool step;                  /* step_ts is for the run that follows */
+    bool full;                  /* not a ring and no chunk left: events are dropped */
     uint32_t seq;               /* Perfetto sequence id */
     uint64_t uuid;              /* its track */
     struct usched__tchunk **ring;
     uint32_t max, head, count;
     struct usched__tchunk *slab; /* chunks mapped, populated, not yet used */
     uint32_t slab_left;
-    bool full;                  /* not a ring and no chunk left: events are dropped */
     _Atomic uint64_t dropped;
     _Atomic uint32_t lock;
-    uint64_t named[64];         /* fibers whose run name is interned in cur (by id % 64) */
 };
+
+/* A stop event's c with this bit set: the run of the next fiber follows at
+ * once on the same CPU (a switch from fiber to fiber), and takes the stop's
+ * clock reading instead of its own. */
+#define USCHED__TSTOP_SWITCH 0x100
 
 /* Settings (usched_set, api.c -> usched__trace_set): trace_mb (all buffers
  * together, MiB; 0: USCHED__TRACE_MB_DEFAULT), trace_mode ring, trace_signal
- * (the program allows SIGUSR2 dumps), trace_stall_dump. chunks: per buffer,
- * computed at start. */
+ * (the program allows SIGUSR2 dumps), trace_stall_dump, trace_clock
+ * monotonic. chunks: per buffer, computed at start.
+ *
+ * The trace clock: when the TSC runs at a constant rate through sleep
+ * states (x86-64 with constant_tsc and nonstop_tsc; aarch64's cntvct_el0
+ * always), events record the TSC itself (tsc), which costs a fraction of
+ * clock_gettime; t0_ticks and t0_ns are a reading of both clocks at start,
+ * and a dump converts ticks to CLOCK_MONOTONIC ns on the line through that
+ * reading and one of its own. Otherwise, or with trace_clock=monotonic,
+ * events record CLOCK_MONOTONIC. */
 #define USCHED__TRACE_MB_DEFAULT 128
 struct usched__tcfg {
     uint32_t mb, chunks;
-    bool ring, signal, stall_dump;
+    bool ring, signal, stall_dump, monotonic;
+    bool tsc;
+    uint64_t t0_ticks, t0_ns;
 };
 
 /* ---- wake-up latency ----------------------------------------------------- */
