@@ -76,23 +76,6 @@ static void interned_build(void)
 
 /* ---- the trace clock ---------------------------------------------------------- */
 
-/* The TSC (or aarch64's virtual counter) when usable, else CLOCK_MONOTONIC
- * in ns (trace.h, usched__tcfg). Not ordered against the loads and stores
- * around it (no fence): a fence costs more than the read. */
-static inline uint64_t clock_ticks(bool tsc)
-{
-#if defined(__x86_64__)
-    if (tsc) return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    if (tsc) {
-        uint64_t v;
-        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-        return v;
-    }
-#endif
-    return usched__now_ns();
-}
-
 /* Whether the TSC ticks at one rate, through frequency changes and sleep
  * states: on x86-64 the kernel's constant_tsc and nonstop_tsc flags; the
  * generic timer of aarch64 always does. */
@@ -126,7 +109,7 @@ static void clock_pair(bool tsc, uint64_t *ticks, uint64_t *ns)
 {
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
-        uint64_t t1 = clock_ticks(tsc), n = usched__now_ns(), t2 = clock_ticks(tsc);
+        uint64_t t1 = usched__trace_ticks(tsc), n = usched__now_ns(), t2 = usched__trace_ticks(tsc);
         if (t2 - t1 < best) {
             best = t2 - t1;
             *ticks = t1 + (t2 - t1) / 2;
@@ -231,11 +214,6 @@ static void count_drop(struct usched__tbuf *tb)
                           memory_order_relaxed);
 }
 
-static void publish(struct usched__tbuf *tb)
-{
-    atomic_store_explicit(&tb->cur->n, (uint32_t)(tb->pos - tb->cur->rec), memory_order_release);
-}
-
 void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
                        uint32_t b, uint16_t c)
 {
@@ -243,34 +221,10 @@ void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_
     bool outside = tb == &s->tout;
     if (outside) usched__spin_lock(&tb->lock);
     struct usched__trec *r = tb->pos;
-    if (__builtin_expect(r == tb->end, 0) && !(r = next_chunk(s, tb, outside))) {
+    if (r == tb->end && !(r = next_chunk(s, tb, outside)))
         count_drop(tb);
-        goto out;
-    }
-    /* A switch reads the clock once: its stop, its migration and its run
-     * happen within a few dozen instructions. */
-    uint64_t ts;
-    if (tb->step && (type == USCHED__TEV_run || type == USCHED__TEV_migrate)) {
-        ts = tb->step_ts;
-        tb->step = type != USCHED__TEV_run;
-    } else {
-        ts = clock_ticks(s->tcfg.tsc);
-        if (type == USCHED__TEV_stop && (c & USCHED__TSTOP_SWITCH)) {
-            tb->step = true;
-            tb->step_ts = ts;
-        }
-    }
-    if (type == USCHED__TEV_stop) c &= (uint16_t)~USCHED__TSTOP_SWITCH;
-    r->ts = ts;
-    r->id = id;
-    r->a = a;
-    r->b = b;
-    r->c = c;
-    r->type = (uint8_t)type;
-    r->n = 0;
-    tb->pos = r + 1;
-    publish(tb);
-out:
+    else
+        usched__trace_fill(tb, r, s->tcfg.tsc, type, id, a, b, c);
     if (outside) usched__spin_unlock(&tb->lock);
 }
 
@@ -286,12 +240,12 @@ static void rec_name(struct usched *s, struct usched__wk *w, uint64_t id, const 
         return;
     }
     struct usched__trec *r = tb->pos;
-    *r = (struct usched__trec){.ts = clock_ticks(s->tcfg.tsc), .id = id, .b = (uint32_t)len,
+    *r = (struct usched__trec){.ts = usched__trace_ticks(s->tcfg.tsc), .id = id, .b = (uint32_t)len,
                                .type = USCHED__TEV_name, .n = (uint8_t)(k - 1)};
     memset(r + 1, 0, (k - 1) * sizeof *r);
     memcpy(r + 1, name, len);
     tb->pos = r + k;
-    publish(tb);
+    atomic_store_explicit(&tb->cur->n, (uint32_t)(tb->pos - tb->cur->rec), memory_order_release);
 }
 
 /* ---- encoding (at a dump) -------------------------------------------------------- */

@@ -14,7 +14,8 @@
  * records as Perfetto packets (tracefmt/tracefmt.h), off the workers.
  *
  * Off (the default), every hook costs one load of s->tracing and a branch
- * predicted not taken: the recording itself is out of line.
+ * predicted not taken. On, a worker's event is a clock read and a record's
+ * stores in line; a new chunk and the outside buffer are out of line.
  *
  * Wake-up latency: the time from a wake-up decision (usched__place_on for a
  * wake-up) to the fiber running, kept on the CPU that runs it, always, in a
@@ -33,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/timer.h"
 #include "tracefmt/tracefmt.h"
 
 /* The events, what a fiber blocks on, the stop codes: tracefmt/tracefmt.h. */
@@ -157,17 +159,83 @@ static inline void usched__lat_add(usched__lat_t *h, uint64_t v)
 struct usched;
 struct usched__wk;
 
+/* The trace clock (usched__tcfg): the TSC (or aarch64's virtual counter)
+ * when usable, else CLOCK_MONOTONIC in ns. Not ordered against the loads
+ * and stores around it (no fence): a fence costs more than the read. */
+static inline uint64_t usched__trace_ticks(bool tsc)
+{
+#if defined(__x86_64__)
+    if (tsc) return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    if (tsc) {
+        uint64_t v;
+        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+        return v;
+    }
+#endif
+    return usched__now_ns();
+}
+
+/* Writes one record at r, the next free one of tb's chunk, and publishes
+ * it. A switch reads the clock once: its stop (USCHED__TSTOP_SWITCH), its
+ * migration and its run happen within a few dozen instructions. */
+static inline __attribute__((always_inline)) void usched__trace_fill(struct usched__tbuf *tb, struct usched__trec *r,
+                                                                     bool tsc, int type, uint64_t id, uint64_t a,
+                                                                     uint32_t b, uint16_t c)
+{
+    uint64_t ts;
+    if ((type == USCHED__TEV_run || type == USCHED__TEV_migrate) && tb->step) {
+        ts = tb->step_ts;
+        if (type == USCHED__TEV_run) tb->step = false;
+    } else {
+        ts = usched__trace_ticks(tsc);
+        if (type == USCHED__TEV_stop && (c & USCHED__TSTOP_SWITCH)) {
+            tb->step = true;
+            tb->step_ts = ts;
+        }
+    }
+    if (type == USCHED__TEV_stop) c &= (uint16_t)~USCHED__TSTOP_SWITCH;
+    r->ts = ts;
+    r->id = id;
+    r->a = a;
+    r->b = b;
+    r->c = c;
+    r->type = (uint8_t)type;
+    r->n = 0;
+    tb->pos = r + 1;
+    atomic_store_explicit(&tb->cur->n, (uint32_t)(r + 1 - tb->cur->rec), memory_order_release);
+}
+
 /* Out of line: appends one event to w's buffer (or the outside one when w
- * is NULL or belongs to another scheduler). Only called when s->tracing. */
+ * is NULL or belongs to another scheduler), taking a new chunk when the
+ * current one is full. Only called when s->tracing. */
 void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
                        uint32_t b, uint16_t c);
 
+/* A worker's own event: the record in line while its chunk has room. */
+static inline __attribute__((always_inline)) void usched__trace_put(struct usched *s, struct usched__wk *w,
+                                                                    struct usched__tbuf *tb, bool tsc, int type,
+                                                                    uint64_t id, uint64_t a, uint32_t b, uint16_t c)
+{
+    struct usched__trec *r = tb->pos;
+    if (__builtin_expect(r != tb->end, 1)) usched__trace_fill(tb, r, tsc, type, id, a, b, c);
+    else usched__trace_rec(s, w, type, id, a, b, c);
+}
+
 /* The hook: one predictable branch when tracing is off (the arguments are
- * evaluated only when tracing). USCHED__TRACE_T takes the type as a value. */
-#define USCHED__TRACE_T(s, w, type, id, a, b, c)                                        \
-    do {                                                                                \
-        if (__builtin_expect((s)->tracing, 0))                                          \
-            usched__trace_rec((s), (w), (type), (id), (a), (uint32_t)(b), (uint16_t)(c)); \
+ * evaluated only when tracing); on, a worker of s records in line, others
+ * (no worker, or another scheduler's) call usched__trace_rec.
+ * USCHED__TRACE_T takes the type as a value. */
+#define USCHED__TRACE_T(sch, wk, type, id, a, b, c)                                                      \
+    do {                                                                                                 \
+        if (__builtin_expect((sch)->tracing, 0)) {                                                       \
+            struct usched__wk *trace_w_ = (wk);                                                          \
+            if (trace_w_ && trace_w_->s == (sch))                                                        \
+                usched__trace_put((sch), trace_w_, &trace_w_->tbuf, (sch)->tcfg.tsc, (type), (id), (a), \
+                                  (uint32_t)(b), (uint16_t)(c));                                         \
+            else                                                                                         \
+                usched__trace_rec((sch), trace_w_, (type), (id), (a), (uint32_t)(b), (uint16_t)(c));     \
+        }                                                                                                \
     } while (0)
 #define USCHED__TRACE(s, w, type, id, a, b, c) USCHED__TRACE_T(s, w, USCHED__TEV_##type, id, a, b, c)
 
