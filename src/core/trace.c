@@ -1,13 +1,16 @@
 /*
- * Tracing (docs/trace.md): the per-CPU recorders, which encode each event
- * as a Perfetto packet when it happens (tracefmt/tracefmt.h), the dumps that
- * write a file from them (usched_trace_dump, at destroy, on SIGUSR2 when
- * allowed, after a stall when asked), the wake-up latency reports, fiber
- * names, and the periodic one-line summary (USCHED_SCHEDTRACE).
+ * Tracing (docs/trace.md): the per-CPU recorders, which store each event as
+ * a record when it happens (the hook in trace.h writes a worker's in line;
+ * here a new chunk, the outside threads' buffer and names), the trace
+ * clock, the dumps that encode the records as Perfetto packets
+ * (tracefmt/tracefmt.h) and write a file (usched_trace_dump, at destroy, on
+ * SIGUSR2 when allowed, after a stall when asked), the wake-up latency
+ * reports, fiber names, and the periodic one-line summary
+ * (USCHED_SCHEDTRACE).
  *
  * Why Perfetto's protobuf and a hand-written encoder: see docs/trace.md.
  *
- * What an event becomes (a: its argument, b, c as in trace.h):
+ * What a record becomes at a dump (a: its argument, b, c as in trace.h):
  *   run       a slice begins on the CPU's track, named "fiber ID" (iid
  *             TF_FIBER_IID + ID); "runq" when it changed; the end of the
  *             fiber's wake-up flow

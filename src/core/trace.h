@@ -212,14 +212,20 @@ static inline __attribute__((always_inline)) void usched__trace_fill(struct usch
 void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
                        uint32_t b, uint16_t c);
 
-/* A worker's own event: the record in line while its chunk has room. */
+/* A worker's own event: the record in line while its chunk has room; once
+ * a file trace is full, only the count of events dropped. */
 static inline __attribute__((always_inline)) void usched__trace_put(struct usched *s, struct usched__wk *w,
                                                                     struct usched__tbuf *tb, bool tsc, int type,
                                                                     uint64_t id, uint64_t a, uint32_t b, uint16_t c)
 {
     struct usched__trec *r = tb->pos;
-    if (__builtin_expect(r != tb->end, 1)) usched__trace_fill(tb, r, tsc, type, id, a, b, c);
-    else usched__trace_rec(s, w, type, id, a, b, c);
+    if (__builtin_expect(r != tb->end, 1))
+        usched__trace_fill(tb, r, tsc, type, id, a, b, c);
+    else if (tb->full)
+        atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        usched__trace_rec(s, w, type, id, a, b, c);
 }
 
 /* The hook: one predictable branch when tracing is off (the arguments are
