@@ -409,16 +409,32 @@ static size_t encode_chunk(struct enc *e, uint8_t *out, const struct usched__tre
     return (size_t)(p - out);
 }
 
-/* Unmaps the slabs: each begins at a chunk whose index in allocation
- * order is a multiple of USCHED__TRACE_SLAB. The ring's slot order is the
- * allocation order until a flight recorder reuses its oldest, which never
- * happens before all max chunks exist: the slots then hold them in
- * allocation order still, rotated (slot i holds chunk i). */
+/* Maps and populates tb's first n chunks, and its ring, at start (before
+ * the workers run). On failure the worker maps them as it needs them. */
+static void tbuf_prefault(struct usched *s, struct usched__tbuf *tb, uint32_t n)
+{
+    tb->ring = calloc(s->tcfg.chunks, sizeof *tb->ring);
+    if (!tb->ring) return;
+    tb->max = s->tcfg.chunks;
+    void *m = mmap(NULL, n * sizeof(struct usched__tchunk), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) return;
+    tb->map0 = tb->slab = m;
+    tb->map0_n = tb->slab_left = n;
+}
+
+/* Unmaps the chunks: the mapping made at start, then the slabs a worker
+ * mapped, each begins at a chunk whose index in allocation order is map0_n
+ * plus a multiple of USCHED__TRACE_SLAB and holds at most that many (fewer
+ * at the end of the ring). The ring's slot order is the allocation order
+ * until a flight recorder reuses its oldest, which never happens before
+ * all max chunks exist: the slots then hold them in allocation order still,
+ * rotated (slot i holds chunk i). */
 static void tbuf_free(struct usched__tbuf *tb)
 {
-    for (uint32_t i = 0; i < tb->count; i += USCHED__TRACE_SLAB) {
-        uint32_t n = tb->count - i < USCHED__TRACE_SLAB ? tb->count - i : USCHED__TRACE_SLAB;
-        if (i + n == tb->count) n += tb->slab_left; /* the last slab's unused chunks */
+    if (tb->map0) munmap(tb->map0, tb->map0_n * sizeof(struct usched__tchunk));
+    for (uint32_t i = tb->map0_n; i < tb->count; i += USCHED__TRACE_SLAB) {
+        uint32_t n = tb->max - i < USCHED__TRACE_SLAB ? tb->max - i : USCHED__TRACE_SLAB;
         munmap(tb->ring[i], n * sizeof(struct usched__tchunk));
     }
     free(tb->ring);
@@ -538,12 +554,18 @@ int usched__trace_start(struct usched *s)
         uint32_t mb = s->tcfg.mb ? s->tcfg.mb : USCHED__TRACE_MB_DEFAULT;
         uint64_t per = ((uint64_t)mb << 20) / sizeof(struct usched__tchunk) / (uint64_t)(s->ncpus + 1);
         s->tcfg.chunks = per < 2 ? 2 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+        uint64_t pre = ((uint64_t)USCHED__TRACE_PREFAULT_MB << 20) / sizeof(struct usched__tchunk) /
+                       (uint64_t)(s->ncpus + 1);
+        if (pre > s->tcfg.chunks) pre = s->tcfg.chunks;
+        if (pre < 1) pre = 1;
         for (int c = 0; c < s->ncpus; c++) {
             s->wk[c]->tbuf.seq = (uint32_t)c + 1;
             s->wk[c]->tbuf.uuid = TF_UUID_CPU(c);
+            tbuf_prefault(s, &s->wk[c]->tbuf, (uint32_t)pre);
         }
         s->tout.seq = (uint32_t)s->ncpus + 1;
         s->tout.uuid = TF_UUID_CPU(s->ncpus);
+        tbuf_prefault(s, &s->tout, 1); /* rare events: one chunk ahead */
         struct usched__trace *tr = calloc(1, sizeof *tr);
         if (!tr) return -ENOMEM;
         pthread_mutex_init(&tr->lock, NULL);

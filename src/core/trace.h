@@ -62,11 +62,15 @@ struct usched__trec {
  * stands alone (trace.c). */
 #define USCHED__TRACE_CHUNK (64 * 1024)
 #define USCHED__TRACE_NREC (USCHED__TRACE_CHUNK / sizeof(struct usched__trec))
-/* Chunks are mapped USCHED__TRACE_SLAB at a time with their pages
- * populated: a page fault per 4 KiB written (about 170 events) let a loaded
- * machine's kernel preempt the worker at every one; one mapping per 16
- * chunks enters the kernel once per ~30,000 events. */
+/* Chunks are mapped with their pages populated: a page fault per 4 KiB
+ * written (128 events) let a loaded machine's kernel preempt the worker at
+ * every one. At start, each CPU's buffer maps and populates its share of
+ * USCHED__TRACE_PREFAULT_MB (its whole ring under the default trace_mb), so
+ * that a worker never enters the kernel for its trace; past that share, a
+ * worker maps USCHED__TRACE_SLAB chunks at a time when it needs them (once
+ * per ~30,000 events). */
 #define USCHED__TRACE_SLAB 16
+#define USCHED__TRACE_PREFAULT_MB 256
 
 struct usched__tchunk {
     _Atomic uint32_t n;
@@ -90,6 +94,8 @@ struct usched__tbuf {
     uint32_t max, head, count;
     struct usched__tchunk *slab; /* chunks mapped, populated, not yet used */
     uint32_t slab_left;
+    struct usched__tchunk *map0; /* the mapping made at start (map0_n chunks), or NULL */
+    uint32_t map0_n;
     _Atomic uint64_t dropped;
     _Atomic uint32_t lock;
 };
