@@ -77,6 +77,8 @@ int usched_create(usched_t **out);
  *                library installs its handler; a program asks for it)
  *   "trace_stall_dump" 1: when the stall monitor sees a stall, the trace so
  *                far is written to FILE.N
+ *   "trace_clock" "auto" (default: the TSC where it ticks at a constant rate,
+ *                converted to CLOCK_MONOTONIC when written) or "monotonic"
  *   "schedtrace" milliseconds between one-line summaries on stderr (per CPU:
  *                queue length, state, switches); "0": none
  * Returns -EINVAL for a bad value (detail in usched_last_error()), -EBUSY after

@@ -123,7 +123,7 @@ USCHED_EXPORT int usched_set(usched_t *s, const char *key, const char *value)
         return 0;
     }
     return usched__error(ENOENT, "set: unknown key '%s' (policy, topology, cpus, knobs, stack_size, pin, emulate, "
-                         "trace, trace_mb, trace_mode, trace_signal, trace_stall_dump, schedtrace)",
+                         "trace, trace_mb, trace_mode, trace_signal, trace_stall_dump, trace_clock, schedtrace)",
                          key);
 }
 
@@ -134,7 +134,8 @@ static int apply_env(usched_t *s)
         {"USCHED_TOPOLOGY", "topology"}, {"USCHED_CPUS", "cpus"},
         {"USCHED_EMULATE", "emulate"}, {"USCHED_PIN", "pin"}, {"USCHED_TRACE", "trace"},
         {"USCHED_SCHEDTRACE", "schedtrace"}, {"USCHED_TRACE_MB", "trace_mb"},
-        {"USCHED_TRACE_MODE", "trace_mode"}, {"USCHED_TRACE_STALL_DUMP", "trace_stall_dump"}};
+        {"USCHED_TRACE_MODE", "trace_mode"}, {"USCHED_TRACE_STALL_DUMP", "trace_stall_dump"},
+        {"USCHED_TRACE_CLOCK", "trace_clock"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         const char *v = getenv(map[i].env);
         if (!v) continue;

@@ -341,7 +341,8 @@ static void leave(struct usched__wk *w, int post, void (*fn)(void *), void *arg)
     }
     sched_seq_bump(w, memory_order_relaxed); /* S1: a switch starts (monitor.c) */
     /* t->blk is set by every block (usched__block_on), read only for one */
-    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0, post); /* before the next run's event */
+    USCHED__TRACE(s, w, stop, t->id, 0, post == POST_BLOCK ? t->blk : 0,
+                  post | (next ? USCHED__TSTOP_SWITCH : 0)); /* before the next run's event, which shares its clock */
     w->prev = t;
     w->post = post;
     w->post_fn = fn;

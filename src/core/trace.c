@@ -1,13 +1,16 @@
 /*
- * Tracing (docs/trace.md): the per-CPU recorders, which encode each event
- * as a Perfetto packet when it happens (tracefmt/tracefmt.h), the dumps that
- * write a file from them (usched_trace_dump, at destroy, on SIGUSR2 when
- * allowed, after a stall when asked), the wake-up latency reports, fiber
- * names, and the periodic one-line summary (USCHED_SCHEDTRACE).
+ * Tracing (docs/trace.md): the per-CPU recorders, which store each event as
+ * a record when it happens (the hook in trace.h writes a worker's in line;
+ * here a new chunk, the outside threads' buffer and names), the trace
+ * clock, the dumps that encode the records as Perfetto packets
+ * (tracefmt/tracefmt.h) and write a file (usched_trace_dump, at destroy, on
+ * SIGUSR2 when allowed, after a stall when asked), the wake-up latency
+ * reports, fiber names, and the periodic one-line summary
+ * (USCHED_SCHEDTRACE).
  *
  * Why Perfetto's protobuf and a hand-written encoder: see docs/trace.md.
  *
- * What an event becomes (a: its argument, b, c as in trace.h):
+ * What a record becomes at a dump (a: its argument, b, c as in trace.h):
  *   run       a slice begins on the CPU's track, named "fiber ID" (iid
  *             TF_FIBER_IID + ID); "runq" when it changed; the end of the
  *             fiber's wake-up flow
@@ -74,16 +77,201 @@ static void interned_build(void)
     interned_len = (size_t)(p - interned);
 }
 
+/* ---- the trace clock ---------------------------------------------------------- */
+
+/* Whether the TSC ticks at one rate, through frequency changes and sleep
+ * states: on x86-64 the kernel's constant_tsc and nonstop_tsc flags; the
+ * generic timer of aarch64 always does. */
+static bool tsc_usable(void)
+{
+#if defined(__x86_64__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char *line = NULL;
+    size_t cap = 0;
+    bool ok = false;
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+        break;
+    }
+    free(line);
+    fclose(f);
+    return ok;
+#elif defined(__aarch64__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* A reading of both clocks at one instant: the ticks halfway between two
+ * reads around the clock_gettime, from the closest of five tries (a try
+ * the kernel interrupted is far apart). */
+static void clock_pair(bool tsc, uint64_t *ticks, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t t1 = usched__trace_ticks(tsc), n = usched__now_ns(), t2 = usched__trace_ticks(tsc);
+        if (t2 - t1 < best) {
+            best = t2 - t1;
+            *ticks = t1 + (t2 - t1) / 2;
+            *ns = n;
+        }
+    }
+}
+
+/* Ticks to CLOCK_MONOTONIC ns: the line through the start's reading and the
+ * dump's (trace.h). */
+struct tconv {
+    uint64_t t0, ns0;
+    double ns_per_tick;
+};
+
+/* At least this long between the two readings: a shorter span would make
+ * the rate's error, tens of ns over the span, a visible fraction. */
+#define CALIBRATE_NS 2000000ull
+
+static struct tconv tconv_now(struct usched *s)
+{
+    struct tconv cv = {s->tcfg.t0_ticks, s->tcfg.t0_ns, 1.0};
+    if (!s->tcfg.tsc) return cv;
+    uint64_t t1 = 0, n1 = 0;
+    clock_pair(true, &t1, &n1);
+    if (n1 - cv.ns0 < CALIBRATE_NS) {
+        uint64_t left = CALIBRATE_NS - (n1 - cv.ns0);
+        struct timespec ts = {0, (long)left};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+        clock_pair(true, &t1, &n1);
+    }
+    if (t1 > cv.t0 && n1 > cv.ns0) cv.ns_per_tick = (double)(n1 - cv.ns0) / (double)(t1 - cv.t0);
+    return cv;
+}
+
+static uint64_t tconv_ns(const struct tconv *cv, uint64_t ticks)
+{
+    return cv->ns0 + (uint64_t)((double)(int64_t)(ticks - cv->t0) * cv->ns_per_tick);
+}
+
 /* ---- recording ---------------------------------------------------------------- */
+
+/* A new chunk for tb (its owner): a new one while under the limit, else the
+ * oldest for a flight recorder; NULL when the event must be dropped.
+ * locked: the caller holds tb->lock (the outside buffer). */
+static void list_lock(struct usched__tbuf *tb, bool locked)
+{
+    if (!locked) usched__spin_lock(&tb->lock);
+}
+
+static void list_unlock(struct usched__tbuf *tb, bool locked)
+{
+    if (!locked) usched__spin_unlock(&tb->lock);
+}
+
+static struct usched__trec *next_chunk(struct usched *s, struct usched__tbuf *tb, bool locked)
+{
+    if (tb->full) return NULL;
+    if (!tb->ring) {
+        struct usched__tchunk **ring = calloc(s->tcfg.chunks, sizeof *ring);
+        if (!ring) return NULL;
+        list_lock(tb, locked);
+        tb->ring = ring;
+        tb->max = s->tcfg.chunks;
+        list_unlock(tb, locked);
+    }
+    struct usched__tchunk *nc = NULL;
+    if (tb->count < tb->max) {
+        if (!tb->slab_left) {
+            uint32_t n = tb->max - tb->count < USCHED__TRACE_SLAB ? tb->max - tb->count : USCHED__TRACE_SLAB;
+            void *m = mmap(NULL, n * sizeof *nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                           -1, 0);
+            if (m == MAP_FAILED) return NULL;
+            tb->slab = m;
+            tb->slab_left = n;
+        }
+        nc = tb->slab++;
+        tb->slab_left--;
+    } else if (!s->tcfg.ring) {
+        tb->full = true;
+        return NULL;
+    }
+    list_lock(tb, locked); /* against a dump copying the ring */
+    if (nc) {
+        tb->ring[(tb->head + tb->count) % tb->max] = nc;
+        tb->count++;
+    } else { /* the oldest becomes the newest: its slot is the tail's */
+        nc = tb->ring[tb->head];
+        tb->head = (tb->head + 1) % tb->max;
+    }
+    atomic_store_explicit(&nc->n, 0, memory_order_relaxed);
+    list_unlock(tb, locked);
+    tb->cur = nc;
+    tb->pos = nc->rec;
+    tb->end = nc->rec + USCHED__TRACE_NREC;
+    return tb->pos;
+}
+
+static void count_drop(struct usched__tbuf *tb)
+{
+    atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
+                       uint32_t b, uint16_t c)
+{
+    struct usched__tbuf *tb = (w && w->s == s) ? &w->tbuf : &s->tout;
+    bool outside = tb == &s->tout;
+    if (outside) usched__spin_lock(&tb->lock);
+    struct usched__trec *r = tb->pos;
+    if (r == tb->end && !(r = next_chunk(s, tb, outside)))
+        count_drop(tb);
+    else
+        usched__trace_fill(tb, r, s->tcfg.tsc, type, id, a, b, c);
+    if (outside) usched__spin_unlock(&tb->lock);
+}
+
+/* A name event: its record, then its text in the records that follow (in
+ * one chunk). */
+static void rec_name(struct usched *s, struct usched__wk *w, uint64_t id, const char *name)
+{
+    struct usched__tbuf *tb = &w->tbuf;
+    size_t len = strnlen(name, USCHED_NAME_MAX);
+    uint32_t k = 1 + (uint32_t)((len + sizeof(struct usched__trec) - 1) / sizeof(struct usched__trec));
+    if ((size_t)(tb->end - tb->pos) < k && !next_chunk(s, tb, false)) {
+        count_drop(tb);
+        return;
+    }
+    struct usched__trec *r = tb->pos;
+    *r = (struct usched__trec){.ts = usched__trace_ticks(s->tcfg.tsc), .id = id, .b = (uint32_t)len,
+                               .type = USCHED__TEV_name, .n = (uint8_t)(k - 1)};
+    memset(r + 1, 0, (k - 1) * sizeof *r);
+    memcpy(r + 1, name, len);
+    tb->pos = r + k;
+    atomic_store_explicit(&tb->cur->n, (uint32_t)(tb->pos - tb->cur->rec), memory_order_release);
+}
+
+/* ---- encoding (at a dump) -------------------------------------------------------- */
+
+/* What the encoder of one buffer keeps from packet to packet. */
+struct enc {
+    const struct tconv *cv;
+    uint32_t seq;
+    uint64_t uuid;
+    uint64_t last_ns;   /* timestamp of the last packet (deltas; never decreasing) */
+    uint64_t cur_fiber; /* the fiber running (a wake-up by it omits its id) */
+    uint32_t runq;      /* the last run queue length written */
+    uint64_t named[64]; /* fibers whose run name is interned in this chunk (by id % 64) */
+};
 
 /* The first packet of a chunk: clears the sequence's incremental state, sets
  * the clock (absolute here, deltas after), the defaults and the names. */
-static void chunk_begin(struct usched__tbuf *tb, uint64_t now)
+static uint8_t *chunk_begin(struct enc *e, uint8_t *p, uint64_t now)
 {
-    uint8_t *pk = tf_open(tb->cur->data, TF_TRACE_PACKET);
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
     uint8_t *q = tf_uint(pk, TF_P_TIMESTAMP, now);
     q = tf_uint(q, TF_P_CLOCK_ID, TF_CLOCK_MONOTONIC);
-    q = tf_uint(q, TF_P_SEQ, tb->seq);
+    q = tf_uint(q, TF_P_SEQ, e->seq);
     q = tf_uint(q, TF_P_SEQ_FLAGS, TF_SEQ_CLEARED);
     uint8_t *cs = tf_open(q, TF_P_CLOCK_SNAPSHOT);
     uint8_t *ck = tf_open(cs, TF_CS_CLOCK);
@@ -96,71 +284,14 @@ static void chunk_begin(struct usched__tbuf *tb, uint64_t now)
     uint8_t *d = tf_open(q, TF_P_DEFAULTS);
     r = tf_uint(d, TF_D_CLOCK_ID, TF_CLOCK_INCR);
     uint8_t *ted = tf_open(r, TF_D_TE_DEFAULTS);
-    r = tf_close(ted, tf_uint(ted, TF_TED_TRACK, tb->uuid));
+    r = tf_close(ted, tf_uint(ted, TF_TED_TRACK, e->uuid));
     q = tf_close(d, r);
     q = tf_bytes(q, TF_P_INTERNED, interned, interned_len);
-    uint8_t *p = tf_close(pk, q);
-    tb->pos = p;
-    tb->last_ns = now;
-    tb->runq = UINT32_MAX;
-    memset(tb->named, 0, sizeof tb->named);
-    atomic_store_explicit(&tb->cur->len, (uint32_t)(p - tb->cur->data), memory_order_release);
-}
-
-/* A new chunk for tb (its owner): a new one while under the limit, else the
- * oldest for a flight recorder; false when the event must be dropped.
- * locked: the caller holds tb->lock (the outside buffer). */
-static void list_lock(struct usched__tbuf *tb, bool locked)
-{
-    if (!locked) usched__spin_lock(&tb->lock);
-}
-
-static void list_unlock(struct usched__tbuf *tb, bool locked)
-{
-    if (!locked) usched__spin_unlock(&tb->lock);
-}
-
-static bool next_chunk(struct usched *s, struct usched__tbuf *tb, uint64_t now, bool locked)
-{
-    if (tb->full) return false;
-    if (!tb->ring) {
-        struct usched__tchunk **ring = calloc(s->tcfg.chunks, sizeof *ring);
-        if (!ring) return false;
-        list_lock(tb, locked);
-        tb->ring = ring;
-        tb->max = s->tcfg.chunks;
-        list_unlock(tb, locked);
-    }
-    struct usched__tchunk *nc = NULL;
-    if (tb->count < tb->max) {
-        if (!tb->slab_left) {
-            uint32_t n = tb->max - tb->count < USCHED__TRACE_SLAB ? tb->max - tb->count : USCHED__TRACE_SLAB;
-            void *m = mmap(NULL, n * sizeof *nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                           -1, 0);
-            if (m == MAP_FAILED) return false;
-            tb->slab = m;
-            tb->slab_left = n;
-        }
-        nc = tb->slab++;
-        tb->slab_left--;
-    } else if (!s->tcfg.ring) {
-        tb->full = true;
-        return false;
-    }
-    list_lock(tb, locked); /* against a dump copying the ring */
-    if (nc) {
-        tb->ring[(tb->head + tb->count) % tb->max] = nc;
-        tb->count++;
-    } else { /* the oldest becomes the newest: its slot is the tail's */
-        nc = tb->ring[tb->head];
-        tb->head = (tb->head + 1) % tb->max;
-    }
-    atomic_store_explicit(&nc->len, 0, memory_order_relaxed);
-    list_unlock(tb, locked);
-    tb->cur = nc;
-    tb->end = nc->data + USCHED__TRACE_CHUNK - USCHED__TRACE_MAXPKT;
-    chunk_begin(tb, now);
-    return true;
+    e->last_ns = now;
+    e->runq = UINT32_MAX;
+    e->cur_fiber = 0; /* not known: the first wake-ups name their waker */
+    memset(e->named, 0, sizeof e->named);
+    return tf_close(pk, q);
 }
 
 static uint8_t *annot(uint8_t *p, int name, unsigned kind, uint64_t v)
@@ -172,9 +303,9 @@ static uint8_t *annot(uint8_t *p, int name, unsigned kind, uint64_t v)
 
 /* The interned name of fiber id's run slices, once per chunk (a cache
  * slot taken by another fiber only costs a second copy). */
-static uint8_t *intern_fiber(struct usched__tbuf *tb, uint8_t *q, uint64_t id)
+static uint8_t *intern_fiber(struct enc *e, uint8_t *q, uint64_t id)
 {
-    uint64_t *slot = &tb->named[id % 64];
+    uint64_t *slot = &e->named[id % 64];
     if (*slot == id) return q;
     *slot = id;
     char name[32];
@@ -190,43 +321,44 @@ static uint8_t *instant(uint8_t *q, int name)
     return tf_uint(tf_uint(q, TF_E_TYPE, TF_T_INSTANT), TF_E_NAME_IID, (uint64_t)name + 1);
 }
 
-void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
-                       uint32_t b, uint16_t c)
+/* The largest packet a record makes (a name event with its string, or a
+ * run with its interned name). */
+#define MAXPKT 256
+
+/* One record as a packet at p; returns its end. */
+static uint8_t *encode_rec(struct enc *e, uint8_t *p, const struct usched__trec *rec)
 {
-    struct usched__tbuf *tb = (w && w->s == s) ? &w->tbuf : &s->tout;
-    bool outside = tb == &s->tout;
-    if (outside) usched__spin_lock(&tb->lock);
-    uint64_t now = usched__now_ns();
-    if (__builtin_expect(!tb->cur || tb->pos > tb->end, 0) && !next_chunk(s, tb, now, outside)) {
-        atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-        goto out;
-    }
-    uint8_t *pk = tf_open(tb->pos, TF_TRACE_PACKET);
-    uint8_t *q = tf_uint(pk, TF_P_TIMESTAMP, now > tb->last_ns ? now - tb->last_ns : 0);
-    q = tf_uint(q, TF_P_SEQ, tb->seq);
-    if (type == USCHED__TEV_run) q = intern_fiber(tb, q, id);
+    uint64_t now = tconv_ns(e->cv, rec->ts);
+    if (now < e->last_ns) now = e->last_ns;
+    uint64_t id = rec->id, a = rec->a;
+    uint32_t b = rec->b;
+    uint16_t c = rec->c;
+    int type = rec->type;
+    uint8_t *pk = tf_open(p, TF_TRACE_PACKET);
+    uint8_t *q = tf_uint(pk, TF_P_TIMESTAMP, now - e->last_ns);
+    q = tf_uint(q, TF_P_SEQ, e->seq);
+    if (type == USCHED__TEV_run) q = intern_fiber(e, q, id);
     uint8_t *te = tf_open(q, TF_P_TRACK_EVENT);
     q = te;
     switch (type) {
     case USCHED__TEV_run:
         q = tf_uint(tf_uint(q, TF_E_TYPE, TF_T_BEGIN), TF_E_NAME_IID, TF_FIBER_IID + id);
-        if (b != tb->runq) q = ANN(q, runq, b);
+        if (b != e->runq) q = ANN(q, runq, b);
         q = tf_uint(q, TF_E_FLOW_END, id);
-        tb->runq = b;
-        tb->cur_fiber = id;
+        e->runq = b;
+        e->cur_fiber = id;
         break;
     case USCHED__TEV_stop:
         q = ANN(tf_uint(q, TF_E_TYPE, TF_T_END), end, c);
         if (c == USCHED__TSTOP_BLOCK) q = ANN(q, on, b);
-        tb->cur_fiber = 0;
+        e->cur_fiber = 0;
         break;
     case USCHED__TEV_spawn:
     case USCHED__TEV_wake:
     case USCHED__TEV_io_ready:
         q = instant(q, type == USCHED__TEV_spawn ? TF_N_spawn : type == USCHED__TEV_wake ? TF_N_wake : TF_N_io_ready);
         q = ANN(q, fiber, id);
-        if (a != tb->cur_fiber) q = ANN(q, waker, a);
+        if (a != e->cur_fiber) q = ANN(q, waker, a);
         q = ANN(ANN(q, cpu, b), reason, c);
         q = tf_uint(q, TF_E_FLOW, id);
         break;
@@ -250,34 +382,59 @@ void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_
         q = ANN(ANN(ANN(q, fiber, id), cpu, b), held_ns, a);
         break;
     case USCHED__TEV_name: {
-        const char *name = (const char *)(uintptr_t)a;
         uint8_t *an = tf_open(instant(q, TF_N_name), TF_E_ANNOT);
         uint8_t *r = tf_uint(an, TF_A_NAME_IID, TF_A_name + 1);
-        q = tf_close(an, tf_bytes(r, TF_A_STRING, name, strnlen(name, USCHED_NAME_MAX)));
+        q = tf_close(an, tf_bytes(r, TF_A_STRING, rec + 1, b));
         break;
     }
     default:
         break;
     }
     q = tf_close(te, q);
-    uint8_t *p = tf_close(pk, q);
-    tb->pos = p;
-    tb->last_ns = now;
-    atomic_store_explicit(&tb->cur->len, (uint32_t)(p - tb->cur->data), memory_order_release);
-out:
-    if (outside) usched__spin_unlock(&tb->lock);
+    e->last_ns = now;
+    return tf_close(pk, q);
 }
 
-/* Unmaps the slabs: each begins at a chunk whose index in allocation
- * order is a multiple of USCHED__TRACE_SLAB. The ring's slot order is the
- * allocation order until a flight recorder reuses its oldest, which never
- * happens before all max chunks exist: the slots then hold them in
- * allocation order still, rotated (slot i holds chunk i). */
+/* Encodes n records of one chunk as a chunk of packets into out (room for
+ * MAXPKT per record and a first packet); returns the bytes written. */
+static size_t encode_chunk(struct enc *e, uint8_t *out, const struct usched__trec *r, uint32_t n)
+{
+    if (!n) return 0;
+    uint64_t first = tconv_ns(e->cv, r[0].ts);
+    uint8_t *p = chunk_begin(e, out, first > e->last_ns ? first : e->last_ns);
+    for (uint32_t i = 0; i < n; i += 1u + r[i].n) {
+        if (i + 1u + r[i].n > n) break; /* a name's text cut off (not published whole) */
+        p = encode_rec(e, p, &r[i]);
+    }
+    return (size_t)(p - out);
+}
+
+/* Maps and populates tb's first n chunks, and its ring, at start (before
+ * the workers run). On failure the worker maps them as it needs them. */
+static void tbuf_prefault(struct usched *s, struct usched__tbuf *tb, uint32_t n)
+{
+    tb->ring = calloc(s->tcfg.chunks, sizeof *tb->ring);
+    if (!tb->ring) return;
+    tb->max = s->tcfg.chunks;
+    void *m = mmap(NULL, n * sizeof(struct usched__tchunk), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m == MAP_FAILED) return;
+    tb->map0 = tb->slab = m;
+    tb->map0_n = tb->slab_left = n;
+}
+
+/* Unmaps the chunks: the mapping made at start, then the slabs a worker
+ * mapped, each begins at a chunk whose index in allocation order is map0_n
+ * plus a multiple of USCHED__TRACE_SLAB and holds at most that many (fewer
+ * at the end of the ring). The ring's slot order is the allocation order
+ * until a flight recorder reuses its oldest, which never happens before
+ * all max chunks exist: the slots then hold them in allocation order still,
+ * rotated (slot i holds chunk i). */
 static void tbuf_free(struct usched__tbuf *tb)
 {
-    for (uint32_t i = 0; i < tb->count; i += USCHED__TRACE_SLAB) {
-        uint32_t n = tb->count - i < USCHED__TRACE_SLAB ? tb->count - i : USCHED__TRACE_SLAB;
-        if (i + n == tb->count) n += tb->slab_left; /* the last slab's unused chunks */
+    if (tb->map0) munmap(tb->map0, tb->map0_n * sizeof(struct usched__tchunk));
+    for (uint32_t i = tb->map0_n; i < tb->count; i += USCHED__TRACE_SLAB) {
+        uint32_t n = tb->max - i < USCHED__TRACE_SLAB ? tb->max - i : USCHED__TRACE_SLAB;
         munmap(tb->ring[i], n * sizeof(struct usched__tchunk));
     }
     free(tb->ring);
@@ -299,7 +456,7 @@ USCHED_EXPORT int usched_set_name(const char *name)
     if (!w || !w->cur) return usched__error(EPERM, "set_name: not called from a fiber");
     usched_t *s = w->s;
     if (!s->tracing) return 0;
-    usched__trace_rec(s, w, USCHED__TEV_name, w->cur->id, (uint64_t)(uintptr_t)name, 0, 0);
+    rec_name(s, w, w->cur->id, name);
     return 0;
 }
 
@@ -319,7 +476,8 @@ int usched__trace_set(struct usched *s, const char *key, const char *value, bool
     struct usched__tcfg *t = &s->tcfg;
     bool is_mb = !strcmp(key, "trace_mb"), is_mode = !strcmp(key, "trace_mode");
     bool is_sig = !strcmp(key, "trace_signal"), is_stall = !strcmp(key, "trace_stall_dump");
-    if (!is_mb && !is_mode && !is_sig && !is_stall) return -ENOENT;
+    bool is_clock = !strcmp(key, "trace_clock");
+    if (!is_mb && !is_mode && !is_sig && !is_stall && !is_clock) return -ENOENT;
     if (started) return usched__error(EBUSY, "%s: cannot change after start", key);
     if (is_mb) {
         char *end;
@@ -337,6 +495,13 @@ int usched__trace_set(struct usched *s, const char *key, const char *value, bool
             return 0;
         }
         return usched__error(EINVAL, "trace_mode: '%s' is not file or ring", value ? value : "(null)");
+    }
+    if (is_clock) {
+        if (value && (!strcmp(value, "auto") || !strcmp(value, "monotonic"))) {
+            t->monotonic = value[0] == 'm';
+            return 0;
+        }
+        return usched__error(EINVAL, "trace_clock: '%s' is not auto or monotonic", value ? value : "(null)");
     }
     return set_bool(key, value, is_sig ? &t->signal : &t->stall_dump);
 }
@@ -384,15 +549,23 @@ int usched__trace_start(struct usched *s)
     s->tracing = s->trace_f != NULL;
     if (s->tracing) {
         pthread_once(&interned_once, interned_build);
+        s->tcfg.tsc = !s->tcfg.monotonic && tsc_usable();
+        clock_pair(s->tcfg.tsc, &s->tcfg.t0_ticks, &s->tcfg.t0_ns);
         uint32_t mb = s->tcfg.mb ? s->tcfg.mb : USCHED__TRACE_MB_DEFAULT;
         uint64_t per = ((uint64_t)mb << 20) / sizeof(struct usched__tchunk) / (uint64_t)(s->ncpus + 1);
         s->tcfg.chunks = per < 2 ? 2 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+        uint64_t pre = ((uint64_t)USCHED__TRACE_PREFAULT_MB << 20) / sizeof(struct usched__tchunk) /
+                       (uint64_t)(s->ncpus + 1);
+        if (pre > s->tcfg.chunks) pre = s->tcfg.chunks;
+        if (pre < 1) pre = 1;
         for (int c = 0; c < s->ncpus; c++) {
             s->wk[c]->tbuf.seq = (uint32_t)c + 1;
             s->wk[c]->tbuf.uuid = TF_UUID_CPU(c);
+            tbuf_prefault(s, &s->wk[c]->tbuf, (uint32_t)pre);
         }
         s->tout.seq = (uint32_t)s->ncpus + 1;
         s->tout.uuid = TF_UUID_CPU(s->ncpus);
+        tbuf_prefault(s, &s->tout, 1); /* rare events: one chunk ahead */
         struct usched__trace *tr = calloc(1, sizeof *tr);
         if (!tr) return -ENOMEM;
         pthread_mutex_init(&tr->lock, NULL);
@@ -525,34 +698,50 @@ static int write_header(struct usched *s, FILE *f)
     return rc;
 }
 
-/* Copies tb's chunks (oldest first) under its lock, then writes them. */
-static int write_buffer(struct usched__tbuf *tb, FILE *f)
+/* Copies tb's chunks (oldest first) under its lock, then encodes and
+ * writes them. */
+static int write_buffer(struct usched__tbuf *tb, FILE *f, const struct tconv *cv)
 {
     usched__spin_lock(&tb->lock);
     size_t total = 0;
-    for (uint32_t i = 0; i < tb->count; i++)
-        total += atomic_load_explicit(&tb->ring[(tb->head + i) % tb->max]->len, memory_order_acquire);
-    uint8_t *copy = total ? malloc(total) : NULL;
+    uint32_t nch = tb->count;
+    for (uint32_t i = 0; i < nch; i++)
+        total += atomic_load_explicit(&tb->ring[(tb->head + i) % tb->max]->n, memory_order_acquire);
+    struct usched__trec *copy = total ? malloc(total * sizeof *copy) : NULL;
+    uint32_t *lens = nch ? malloc(nch * sizeof *lens) : NULL;
     size_t k = 0;
-    for (uint32_t i = 0; copy && i < tb->count; i++) {
-        struct usched__tchunk *ch = tb->ring[(tb->head + i) % tb->max];
-        uint32_t len = atomic_load_explicit(&ch->len, memory_order_acquire);
-        if (k + len > total) break; /* grew since counted: what was counted */
-        memcpy(copy + k, ch->data, len);
-        k += len;
+    uint32_t got = 0;
+    for (; copy && lens && got < nch; got++) {
+        struct usched__tchunk *ch = tb->ring[(tb->head + got) % tb->max];
+        uint32_t n = atomic_load_explicit(&ch->n, memory_order_acquire);
+        if (k + n > total) n = (uint32_t)(total - k); /* grew since counted: what was counted */
+        memcpy(copy + k, ch->rec, n * sizeof *copy);
+        lens[got] = n;
+        k += n;
     }
     usched__spin_unlock(&tb->lock);
-    if (total && !copy) return -ENOMEM;
-    int rc = k == 0 || fwrite(copy, 1, k, f) == k ? 0 : -EIO;
+    int rc = 0;
+    uint8_t *out = k ? malloc(USCHED__TRACE_NREC * MAXPKT + 1024) : NULL;
+    if ((total && (!copy || !lens)) || (k && !out)) rc = -ENOMEM;
+    struct enc e = {.cv = cv, .seq = tb->seq, .uuid = tb->uuid};
+    k = 0;
+    for (uint32_t i = 0; rc == 0 && out && i < got; i++) {
+        size_t len = encode_chunk(&e, out, copy + k, lens[i]);
+        if (len && fwrite(out, 1, len, f) != len) rc = -EIO;
+        k += lens[i];
+    }
+    free(out);
+    free(lens);
     free(copy);
     return rc;
 }
 
 static int dump_to(struct usched *s, FILE *f)
 {
+    struct tconv cv = tconv_now(s);
     int rc = write_header(s, f);
-    for (int c = 0; rc == 0 && c < s->ncpus; c++) rc = write_buffer(&s->wk[c]->tbuf, f);
-    if (rc == 0) rc = write_buffer(&s->tout, f);
+    for (int c = 0; rc == 0 && c < s->ncpus; c++) rc = write_buffer(&s->wk[c]->tbuf, f, &cv);
+    if (rc == 0) rc = write_buffer(&s->tout, f, &cv);
     if (rc == 0 && fflush(f) != 0) rc = -EIO;
     return rc;
 }

@@ -1,19 +1,21 @@
 /*
  * Trace events and the wake-up latency histogram (docs/trace.md).
  *
- * Recording. Each CPU encodes the events it decides, as they happen, into
- * Perfetto packets (tracefmt/tracefmt.h) in a buffer only its worker writes (no
- * lock, no atomic read-modify-write); outside threads (spawns and wake-ups
- * from plain threads, the stall monitor) write one shared buffer under a
- * spin lock. A buffer is a ring of 64 KiB chunks, at most trace_mb MiB over
- * all buffers: when the last chunk fills, a file trace drops the events
- * that follow (counted, the file says how many) and a flight recorder
- * (trace_mode=ring) reuses its oldest chunk. The file is written by
- * usched_trace_dump, at destroy, on SIGUSR2 when the program allows it, and
- * after a stall when asked (trace.c).
+ * Recording. Each CPU stores the events it decides, as they happen, as
+ * fixed records (a clock reading and the hook's arguments) in a buffer only
+ * its worker writes (no lock, no atomic read-modify-write); outside threads
+ * (spawns and wake-ups from plain threads, the stall monitor) write one
+ * shared buffer under a spin lock. A buffer is a ring of 64 KiB chunks, at
+ * most trace_mb MiB over all buffers: when the last chunk fills, a file
+ * trace drops the events that follow (counted, the file says how many) and
+ * a flight recorder (trace_mode=ring) reuses its oldest chunk. The file is
+ * written by usched_trace_dump, at destroy, on SIGUSR2 when the program
+ * allows it, and after a stall when asked (trace.c): the dump encodes the
+ * records as Perfetto packets (tracefmt/tracefmt.h), off the workers.
  *
  * Off (the default), every hook costs one load of s->tracing and a branch
- * predicted not taken: the recording itself is out of line.
+ * predicted not taken. On, a worker's event is a clock read and a record's
+ * stores in line; a new chunk and the outside buffer are out of line.
  *
  * Wake-up latency: the time from a wake-up decision (usched__place_on for a
  * wake-up) to the fiber running, kept on the CPU that runs it, always, in a
@@ -32,27 +34,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/timer.h"
 #include "tracefmt/tracefmt.h"
 
 /* The events, what a fiber blocks on, the stop codes: tracefmt/tracefmt.h. */
 
-/* A chunk of encoded packets (tracefmt/tracefmt.h): 64 KiB, the unit a flight
- * recorder drops. Only the owner writes data[len..]; it publishes each
- * packet with a release store of len, so a dump (acquire) may copy
- * data[0..len) while the owner appends. A chunk is reset (len = 0) only
- * under its buffer's lock, which a dump holds while it copies. */
+/* A recorded event: what the hook was given, and the trace clock's reading
+ * (the TSC's ticks, or CLOCK_MONOTONIC's ns when the TSC is not used, see
+ * usched__tcfg). The recorder only stores it; a dump encodes the records as
+ * Perfetto packets (trace.c), converting the ticks to ns. A name event is
+ * followed by the records holding its text (n of them). */
+struct usched__trec {
+    uint64_t ts;
+    uint64_t id;
+    uint64_t a;
+    uint32_t b;
+    uint16_t c;
+    uint8_t type;
+    uint8_t n;
+};
+
+/* A chunk of records: 64 KiB, the unit a flight recorder drops. Only the
+ * owner writes rec[n..]; it publishes each record with a release store of
+ * n, so a dump (acquire) may copy rec[0..n) while the owner appends. A
+ * chunk is reset (n = 0) only under its buffer's lock, which a dump holds
+ * while it copies. A dump encodes each chunk into a packet sequence that
+ * stands alone (trace.c). */
 #define USCHED__TRACE_CHUNK (64 * 1024)
-/* Chunks are mapped USCHED__TRACE_SLAB at a time with their pages
- * populated: a page fault per 4 KiB written (about 170 events) let a loaded
- * machine's kernel preempt the worker at every one; one mapping per 16
- * chunks enters the kernel once per ~40,000 events. */
+#define USCHED__TRACE_NREC (USCHED__TRACE_CHUNK / sizeof(struct usched__trec))
+/* Chunks are mapped with their pages populated: a page fault per 4 KiB
+ * written (128 events) let a loaded machine's kernel preempt the worker at
+ * every one. At start, each CPU's buffer maps and populates its share of
+ * USCHED__TRACE_PREFAULT_MB (its whole ring under the default trace_mb), so
+ * that a worker never enters the kernel for its trace; past that share, a
+ * worker maps USCHED__TRACE_SLAB chunks at a time when it needs them (once
+ * per ~30,000 events). */
 #define USCHED__TRACE_SLAB 16
-/* The largest packet an event makes (a name event with its string). */
-#define USCHED__TRACE_MAXPKT 256
+#define USCHED__TRACE_PREFAULT_MB 256
 
 struct usched__tchunk {
-    _Atomic uint32_t len;
-    uint8_t data[USCHED__TRACE_CHUNK];
+    _Atomic uint32_t n;
+    struct usched__trec rec[USCHED__TRACE_NREC];
 };
 
 /* A CPU's (or the outside threads') buffer: a ring of up to `max` chunks,
@@ -62,30 +84,45 @@ struct usched__tchunk {
  * (relaxed). */
 struct usched__tbuf {
     struct usched__tchunk *cur; /* being written; NULL before the first event */
-    uint8_t *pos, *end;         /* cur->data[len], the last byte a packet may start at */
-    uint64_t last_ns;           /* timestamp of the last packet (deltas) */
-    uint64_t cur_fiber;         /* the fiber running (a wake-up by it omits its id) */
-    uint32_t runq;              /* the last run queue length written */
+    struct usched__trec *pos, *end; /* cur->rec[n], one past its last record */
+    uint64_t step_ts;           /* a switch's stop: the clock its run and migration share */
+    bool step;                  /* step_ts is for the run that follows */
+    bool full;                  /* not a ring and no chunk left: events are dropped */
     uint32_t seq;               /* Perfetto sequence id */
     uint64_t uuid;              /* its track */
     struct usched__tchunk **ring;
     uint32_t max, head, count;
     struct usched__tchunk *slab; /* chunks mapped, populated, not yet used */
     uint32_t slab_left;
-    bool full;                  /* not a ring and no chunk left: events are dropped */
+    struct usched__tchunk *map0; /* the mapping made at start (map0_n chunks), or NULL */
+    uint32_t map0_n;
     _Atomic uint64_t dropped;
     _Atomic uint32_t lock;
-    uint64_t named[64];         /* fibers whose run name is interned in cur (by id % 64) */
 };
+
+/* A stop event's c with this bit set: the run of the next fiber follows at
+ * once on the same CPU (a switch from fiber to fiber), and takes the stop's
+ * clock reading instead of its own. */
+#define USCHED__TSTOP_SWITCH 0x100
 
 /* Settings (usched_set, api.c -> usched__trace_set): trace_mb (all buffers
  * together, MiB; 0: USCHED__TRACE_MB_DEFAULT), trace_mode ring, trace_signal
- * (the program allows SIGUSR2 dumps), trace_stall_dump. chunks: per buffer,
- * computed at start. */
+ * (the program allows SIGUSR2 dumps), trace_stall_dump, trace_clock
+ * monotonic. chunks: per buffer, computed at start.
+ *
+ * The trace clock: when the TSC runs at a constant rate through sleep
+ * states (x86-64 with constant_tsc and nonstop_tsc; aarch64's cntvct_el0
+ * always), events record the TSC itself (tsc), which costs a fraction of
+ * clock_gettime; t0_ticks and t0_ns are a reading of both clocks at start,
+ * and a dump converts ticks to CLOCK_MONOTONIC ns on the line through that
+ * reading and one of its own. Otherwise, or with trace_clock=monotonic,
+ * events record CLOCK_MONOTONIC. */
 #define USCHED__TRACE_MB_DEFAULT 128
 struct usched__tcfg {
     uint32_t mb, chunks;
-    bool ring, signal, stall_dump;
+    bool ring, signal, stall_dump, monotonic;
+    bool tsc;
+    uint64_t t0_ticks, t0_ns;
 };
 
 /* ---- wake-up latency ----------------------------------------------------- */
@@ -128,17 +165,89 @@ static inline void usched__lat_add(usched__lat_t *h, uint64_t v)
 struct usched;
 struct usched__wk;
 
+/* The trace clock (usched__tcfg): the TSC (or aarch64's virtual counter)
+ * when usable, else CLOCK_MONOTONIC in ns. Not ordered against the loads
+ * and stores around it (no fence): a fence costs more than the read. */
+static inline uint64_t usched__trace_ticks(bool tsc)
+{
+#if defined(__x86_64__)
+    if (tsc) return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    if (tsc) {
+        uint64_t v;
+        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+        return v;
+    }
+#endif
+    return usched__now_ns();
+}
+
+/* Writes one record at r, the next free one of tb's chunk, and publishes
+ * it. A switch reads the clock once: its stop (USCHED__TSTOP_SWITCH), its
+ * migration and its run happen within a few dozen instructions. */
+static inline __attribute__((always_inline)) void usched__trace_fill(struct usched__tbuf *tb, struct usched__trec *r,
+                                                                     bool tsc, int type, uint64_t id, uint64_t a,
+                                                                     uint32_t b, uint16_t c)
+{
+    uint64_t ts;
+    if ((type == USCHED__TEV_run || type == USCHED__TEV_migrate) && tb->step) {
+        ts = tb->step_ts;
+        if (type == USCHED__TEV_run) tb->step = false;
+    } else {
+        ts = usched__trace_ticks(tsc);
+        if (type == USCHED__TEV_stop && (c & USCHED__TSTOP_SWITCH)) {
+            tb->step = true;
+            tb->step_ts = ts;
+        }
+    }
+    if (type == USCHED__TEV_stop) c &= (uint16_t)~USCHED__TSTOP_SWITCH;
+    r->ts = ts;
+    r->id = id;
+    r->a = a;
+    r->b = b;
+    r->c = c;
+    r->type = (uint8_t)type;
+    r->n = 0;
+    tb->pos = r + 1;
+    atomic_store_explicit(&tb->cur->n, (uint32_t)(r + 1 - tb->cur->rec), memory_order_release);
+}
+
 /* Out of line: appends one event to w's buffer (or the outside one when w
- * is NULL or belongs to another scheduler). Only called when s->tracing. */
+ * is NULL or belongs to another scheduler), taking a new chunk when the
+ * current one is full. Only called when s->tracing. */
 void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_t id, uint64_t a,
                        uint32_t b, uint16_t c);
 
+/* A worker's own event: the record in line while its chunk has room; once
+ * a file trace is full, only the count of events dropped. */
+static inline __attribute__((always_inline)) void usched__trace_put(struct usched *s, struct usched__wk *w,
+                                                                    struct usched__tbuf *tb, bool tsc, int type,
+                                                                    uint64_t id, uint64_t a, uint32_t b, uint16_t c)
+{
+    struct usched__trec *r = tb->pos;
+    if (__builtin_expect(r != tb->end, 1))
+        usched__trace_fill(tb, r, tsc, type, id, a, b, c);
+    else if (tb->full)
+        atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        usched__trace_rec(s, w, type, id, a, b, c);
+}
+
 /* The hook: one predictable branch when tracing is off (the arguments are
- * evaluated only when tracing). USCHED__TRACE_T takes the type as a value. */
-#define USCHED__TRACE_T(s, w, type, id, a, b, c)                                        \
-    do {                                                                                \
-        if (__builtin_expect((s)->tracing, 0))                                          \
-            usched__trace_rec((s), (w), (type), (id), (a), (uint32_t)(b), (uint16_t)(c)); \
+ * evaluated only when tracing); on, a worker of s records in line, others
+ * (no worker, or another scheduler's) call usched__trace_rec.
+ * USCHED__TRACE_T takes the type as a value. */
+#define USCHED__TRACE_T(sch, wk, type, id, a, b, c)                                                      \
+    do {                                                                                                 \
+        if (__builtin_expect((sch)->tracing, 0)) {                                                       \
+            struct usched__wk *trace_w_ = (wk);                                                          \
+            if (trace_w_ && trace_w_->s == (sch))                                                        \
+                usched__trace_put((sch), trace_w_, &trace_w_->tbuf, (sch)->tcfg.tsc, (type), (id), (a), \
+                                  (uint32_t)(b), (uint16_t)(c));                                         \
+            else                                                                                         \
+                usched__trace_rec((sch), trace_w_, (type), (id), (a), (uint32_t)(b), (uint16_t)(c));     \
+        }                                                                                                \
     } while (0)
 #define USCHED__TRACE(s, w, type, id, a, b, c) USCHED__TRACE_T(s, w, USCHED__TEV_##type, id, a, b, c)
 

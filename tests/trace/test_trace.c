@@ -9,10 +9,11 @@
  *             wake-ups, fields, per-CPU time order, topology groups, what
  *             blocked runs waited for: a sleep at least once a parent); the
  *             wake-up latency statistic counted the wake-ups
- *   virtual   the same on the virtual 2x6x2 topology (24 CPUs): the file
+ *   virtual   the same on the virtual 2x6x2 topology (24 CPUs), recording
+ *             CLOCK_MONOTONIC (trace_clock) rather than the TSC: the file
  *             carries 2 packages, 2 LLCs, 12 cores
  *   errors    a bad trace path fails usched_start naming the path; bad
- *             schedtrace and trace_* values, usched_trace_dump,
+ *             schedtrace and trace_* values (trace_clock among them), usched_trace_dump,
  *             usched_set_name and usched_wakelat misuse; `usched trace` on a
  *             missing, foreign, truncated or corrupt file and bad windows
  *   bounded   trace_mb: a file trace past it drops events and says so; a
@@ -96,6 +97,9 @@ static uint64_t traced_run(const char *topology, const char *path, int *ncpus)
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     if (topology) ASSERT_OK(usched_set(s, "topology", topology));
+    /* The virtual topology's run records CLOCK_MONOTONIC, this machine's
+     * the TSC where it is usable: both files pass the same checks. */
+    if (topology) ASSERT_OK(usched_set(s, "trace_clock", "monotonic"));
     ASSERT_OK(usched_set(s, "trace", path));
     ASSERT_OK(usched_start(s));
     ASSERT_EQ(usched_set(s, "trace", "/tmp/other.json"), -EBUSY);
@@ -298,19 +302,22 @@ static void test_errors(void)
     ASSERT_OK(usched_create(&s));
     const char *bad[][2] = {{"trace_mb", "0"},    {"trace_mb", "12x"},  {"trace_mb", "70000"},
                             {"trace_mb", NULL},   {"trace_mode", "log"}, {"trace_mode", NULL},
-                            {"trace_signal", "2"}, {"trace_stall_dump", "yes"}};
+                            {"trace_signal", "2"}, {"trace_stall_dump", "yes"}, {"trace_clock", "tsc"},
+                            {"trace_clock", NULL}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ASSERT_EQ(usched_set(s, bad[i][0], bad[i][1]), -EINVAL);
         ASSERT_STR_CONTAINS(usched_last_error(), bad[i][0]);
     }
     ASSERT_OK(usched_set(s, "trace_mb", "4"));
     ASSERT_OK(usched_set(s, "trace_mode", "ring"));
+    ASSERT_OK(usched_set(s, "trace_clock", "auto"));
     ASSERT_OK(usched_set(s, "topology", "pack:1 core:2 pu:1"));
     /* usched_trace_dump: not started, then not tracing. */
     ASSERT_EQ(usched_trace_dump(s, "/tmp/x"), -ESRCH);
     ASSERT_EQ(usched_trace_dump(NULL, "/tmp/x"), -EINVAL);
     ASSERT_OK(usched_start(s));
     ASSERT_EQ(usched_set(s, "trace_mb", "8"), -EBUSY);
+    ASSERT_EQ(usched_set(s, "trace_clock", "monotonic"), -EBUSY);
     ASSERT_EQ(usched_trace_dump(s, ""), -EINVAL);
     ASSERT_EQ(usched_trace_dump(s, "/tmp/x"), -ENODATA);
     ASSERT_OK(usched_destroy(s));
