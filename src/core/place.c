@@ -311,8 +311,8 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
  * general path (spawn() calls this instead of usched__place_on). */
 void usched__place_fork(usched_t *s, struct usched__wk *self, struct usched_task *t)
 {
-    USCHED__TRACE_T(s, self, USCHED__TEV_spawn, t->id, self->cur ? self->cur->id : 0, self->cpu,
-                    USCHED_REASON_LOCAL); /* before t is queued */
+    USCHED__TRACE_OOL_T(s, self, USCHED__TEV_spawn, t->id, self->cur ? self->cur->id : 0, self->cpu,
+                        USCHED_REASON_LOCAL); /* before t is queued */
     usched__stat_add(&self->stats, USCHED_STAT_place_bound + USCHED_REASON_LOCAL, 1);
     place_local(s, self, t, USCHED_SLOT_NEXT, true);
 }

@@ -250,6 +250,14 @@ static inline __attribute__((always_inline)) void usched__trace_put(struct usche
         }                                                                                                \
     } while (0)
 #define USCHED__TRACE(s, w, type, id, a, b, c) USCHED__TRACE_T(s, w, USCHED__TEV_##type, id, a, b, c)
+/* The same, always out of line: for the hottest paths that record rarely
+ * (a spawn), where the in-line record's code made the untraced path save
+ * more registers (usched__place_fork: 8 instructions more per spawn). */
+#define USCHED__TRACE_OOL_T(sch, wk, type, id, a, b, c)                                              \
+    do {                                                                                             \
+        if (__builtin_expect((sch)->tracing, 0))                                                     \
+            usched__trace_rec((sch), (wk), (type), (id), (a), (uint32_t)(b), (uint16_t)(c));         \
+    } while (0)
 
 /* Lifecycle (trace.c, called by api.c). start: sizes the buffers from
  * trace_mb, installs the dump signal when allowed, starts the dump thread
