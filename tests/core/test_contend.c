@@ -265,13 +265,24 @@ static void part_live(void)
     ASSERT_EQ(pthread_join(tz, NULL), 0);
     close(fds[0]), close(fds[1]);
 
-    /* the verdict from the real files */
+    /* The verdict from the real files. Judging starts once the workers
+     * have parked: a worker that waited for its CPU while it started (the
+     * machine busy with other tests) would be judged contended, and a
+     * verdict stands while the worker sleeps (C1). */
     usched_t *s;
     ASSERT_OK(usched_create(&s));
-    ASSERT_OK(usched_set(s, "knobs", "contend_pct=30,contend_pin=0"));
+    ASSERT_OK(usched_set(s, "knobs", "contend_pct=0,contend_pin=0"));
     ASSERT_OK(usched_set(s, "pin", "1")); /* the thread below shares worker 0's one CPU */
     ASSERT_OK(usched_start(s));
     ASSERT(s->pinned);
+    for (end = test_now() + BOUND_S;
+         atomic_load(&s->park.nparked) < (uint32_t)s->ncpus && test_now() < end;)
+        usleep(1000);
+    int32_t tid1;
+    while (!(tid1 = atomic_load(&s->wk[1]->tid))) usleep(1000);
+    uint64_t r1a, d1a, r1b, d1b;
+    schedstat_of(tid1, &r1a, &d1a);
+    ASSERT_OK(usched_set(s, "knobs", "contend_pct=30"));
     cpu_set_t set;
     ASSERT_EQ(pthread_getaffinity_np(s->wk[0]->thread, sizeof set, &set), 0);
     ASSERT_EQ(CPU_COUNT(&set), 1);
@@ -283,6 +294,7 @@ static void part_live(void)
     ASSERT_EQ(pthread_create(&tb, NULL, burner, NULL), 0);
     for (end = test_now() + BOUND_S; !usched__wk_contended(s->wk[0]) && test_now() < end;) usleep(1000);
     bool c0 = usched__wk_contended(s->wk[0]), c1 = usched__wk_contended(s->wk[1]);
+    schedstat_of(tid1, &r1b, &d1b);
     atomic_store(&burn_stop, 1);
     ASSERT_EQ(pthread_join(tb, NULL), 0);
     ASSERT_OK(usched_wait(s));
@@ -291,7 +303,16 @@ static void part_live(void)
     printf("live: CPU 0 (a fiber and a thread on OS CPU %d) contended: %d; CPU 1 (asleep): %d; "
            "contend_episodes %llu\n", burn_cpu, c0, c1, (unsigned long long)episodes);
     ASSERT(c0);
-    ASSERT(!c1);
+    /* CPU 1 slept: a verdict needs at least 1 ms runnable since judging
+     * began (CONTEND_MIN_NS, monitor.c). A CPU 1 woken meanwhile (by the
+     * monitor, say) that waited for its CPU behind another test may be
+     * judged contended, rightly: then its verdict is not checked. */
+    uint64_t awake1 = (r1b - r1a) + (d1b - d1a);
+    if (awake1 < 1000000)
+        ASSERT(!c1);
+    else
+        printf("live: CPU 1's worker was runnable %llu ns (ran %llu): its verdict is not checked\n",
+               (unsigned long long)awake1, (unsigned long long)(r1b - r1a));
     ASSERT_GE(episodes, 1);
     ASSERT_OK(usched_destroy(s));
     burn_cpu = -1;
