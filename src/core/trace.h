@@ -33,6 +33,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/timer.h"
 #include "tracefmt/tracefmt.h"
@@ -275,5 +276,13 @@ int usched__trace_set(struct usched *s, const char *key, const char *value, bool
  * workers start (a bad path fails there), closed at destroy. */
 int usched__trace_open(struct usched *s);
 void usched__trace_close(struct usched *s);
+
+/* The dump (tracedump.c). clock_pair: a reading of the trace clock (tsc:
+ * the TSC) and of CLOCK_MONOTONIC at one instant. dump_to: writes s's
+ * whole trace to f (0 or a negative errno); the caller holds s->tr's lock
+ * or has stopped the workers. dropped: the events dropped so far. */
+void usched__trace_clock_pair(bool tsc, uint64_t *ticks, uint64_t *ns);
+int usched__trace_dump_to(struct usched *s, FILE *f);
+uint64_t usched__trace_dropped(struct usched *s);
 
 #endif
