@@ -434,14 +434,13 @@ static void *monitor_main(void *arg)
         if (period < MON_MIN_PERIOD_NS) period = MON_MIN_PERIOD_NS;
         uint64_t pre = usched__preempt_period_ns(s); /* preempt_us / 2, 0 when off */
         if (pre && pre < period) period = pre;
-        if (stall_ns || pre || usched__knob_get(&s->knobs, USCHED_KNOB_contend_pct)) {
-            uint64_t now = usched__now_ns();
+        uint64_t now = usched__now_ns();
+        if (stall_ns || pre || usched__knob_get(&s->knobs, USCHED_KNOB_contend_pct))
             for (int c = 0; c < s->ncpus; c++) check_cpu(s, m, c, now, stall_ns);
-        }
         usched__statshm_publish(m->shm, s, false); /* the live statistics */
         /* The periodic summary: its line when due; the monitor sleeps at
          * most until the next one, idle or not. */
-        uint64_t line_in = m->st ? usched__schedtrace_tick(s, m->st, usched__now_ns()) : 0;
+        uint64_t line_in = m->st ? usched__schedtrace_tick(s, m->st, now) : 0;
         if (m->st && line_in < period) period = line_in;
         if (atomic_load_explicit(&s->park.nparked, memory_order_relaxed) == (uint32_t)s->ncpus) {
             struct timespec until = usched__ns_timespec(line_in);
