@@ -108,7 +108,8 @@ int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *
  * last, before that one started, runs it inline on its own stack (no switch,
  * as TBB's wait does); inside it, usched_self_id() reports the joiner. -EINVAL for a task joined already,
  * -EDEADLK for a fiber joining itself, -ECANCELED if the scheduler was
- * destroyed before the fiber ran to completion. */
+ * destroyed before the fiber ran to completion. Two joins of one fiber at
+ * the same moment are undefined, as for pthread_join. */
 int usched_join(usched_task_t *t);
 
 /* Lets other runnable fibers of this CPU run. With none queued the fiber

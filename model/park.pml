@@ -12,15 +12,18 @@
  * and then finish, or compute for ever (a hog: the case the stall monitor
  * exists for); an outside thread that spawns (or, with NO_OUTSIDE, a fiber
  * on the global queue at the start); the stall monitor, which looks once
- * per period and sleeps while every worker is parked. Numbers of fibers
- * are counts: the protocol never looks at which fiber is where. SPAWNS_ONLY
- * leaves the fibers only their spawns and, with IO or TIMERS, their waits.
+ * per period and sleeps while every worker is parked. Without NAMED the
+ * fibers are counts. SPAWNS_ONLY leaves the fibers only their spawns and,
+ * with IO or TIMERS, their waits.
  *
  * IO adds the I/O poller (io_poller=percpu; IO_SHARED: one set and its
  * poller role): fibers that wait on descriptors, a kernel that makes them
  * ready, CPUs that park in their set (PARKED_POLL), polls, and the break
  * of a blocked poll. TIMERS adds fibers that sleep on their CPU's timers,
- * and the park's deadline.
+ * and the park's deadline. NAMED gives each fiber a number and a place, so
+ * that a fiber run twice or queued twice is caught; BOUND binds one fiber
+ * to CPU 0; C4 lets the monitor serve a contended CPU awake between fibers.
+ * CHEAP lets a thief leave a victim's queues alone (the cheap-victim rule).
  *
  * Memory order: SPIN interleaves sequentially consistently. The code's plain
  * stores that matter (an owner's put into its next slot or ring) go into a
@@ -64,6 +67,79 @@ byte gq;                        /* the global queue */
 byte budget = NF;               /* hand-offs still to make */
 byte hogs_left = NHOG;
 bool mon_idle;                  /* the monitor sleeps (M1-M3) */
+
+#ifdef NAMED
+/* Named fibers: fiber f (0 .. NFIB - 1: the first fiber, then one per
+ * hand-off, in the order they are made) has one place, where[f]; the
+ * counts above stay the queues, and each take and put moves the fiber it
+ * takes or puts. A take runs the fiber it found there; run() asserts that
+ * the fiber is queued (not running on another worker, not finished or
+ * blocked: a fiber runs on one worker at once, once per time it is queued),
+ * a put that the fiber is nowhere yet (not queued twice), and the check at
+ * rest that each count equals the fibers placed there. Without BOUND a
+ * fiber in the next slot of a CPU running a fiber is taken by a thief
+ * whether it is a spawn or not, as usched__steal does. */
+#if defined(IO) || defined(TIMERS) || defined(STOP)
+#error "NAMED is for the configurations without the I/O poller, timers and shutdown"
+#endif
+#define NFIB (NF + 1)
+#define NOF 255
+#define W_NONE 0                /* not made yet, blocked for ever, or finished */
+#define W_GQ 1
+#define W_RUN(c) (2 + (c))
+#define W_INB(c) (5 + (c))
+#define W_NXT(c) (8 + (c))
+#define W_SBN(c) (11 + (c))      /* the next slot, in its owner's store buffer */
+#define W_RING(c) (14 + (c))
+#define W_SBR(c) (17 + (c))
+#define W_BL(c) (20 + (c))       /* the bound list (BOUND) */
+#define W_HELD 23               /* taken by a thief or the monitor, on its way home (BOUND) */
+byte where[NFIB];
+byte run_f[N];                  /* the fiber CPU c runs, plus one (0: none) */
+byte nborn;                     /* fibers made */
+hidden byte hi, ff, fn;         /* scratch of the d_steps below */
+#ifndef BOUNDF
+#define BOUNDF NF               /* the bound fiber */
+#endif
+#ifdef BOUND
+/* A bound fiber (usched_spawn_on): fiber BOUNDF (the last hand-off's) is
+ * bound to CPU 0; it goes only to CPU 0's inbox, next slot (a sync hand-off there)
+ * or bound list, which no thief sees (place.c, decide; queue.h). */
+#define BOUNDTO(f) ((f) == BOUNDF -> 0 : NOB)
+#define NOB 255
+byte bl[N];                     /* the bound list (w->bound_head: owner only) */
+#else
+#define BOUNDTO(f) NOB
+#define NOB 255
+#endif
+#define SRC(x) fn = (x)
+#else
+#define SRC(x) skip
+#endif
+#if defined(BOUND) && !defined(NAMED)
+#error "BOUND needs NAMED"
+#endif
+#ifdef NAMED
+#define NEWF ; hf = nborn; nborn++
+#define NBORN1 nborn = 1
+#define HF hf
+#define NPUT(f, to) ; put(f, to)
+#define NHF0 ; hf = 0
+/* the fiber finishes or blocks (a hog's never does) */
+#define NDONE(me) ; where[run_f[me] - 1] = W_NONE; run_f[me] = 0
+#else
+#define NEWF
+#define NBORN1 skip
+#define HF 0
+#define NPUT(f, to)
+#define NHF0
+#define NDONE(me)
+#endif
+#ifdef BOUND
+#define UNB BOUNDTO(hf) == NOB ->
+#else
+#define UNB
+#endif
 
 #ifdef CONTEND
 /* The contention verdict (monitor.c, C1-C4): the monitor judges a worker
@@ -166,8 +242,42 @@ byte rdy[N], nwait[N];          /* (no poller: always 0) */
  * (sched.c, work_visible): its own queues (its own buffered puts included),
  * the global queue, other CPUs' rings, and a spawn in the next slot of a CPU
  * running a fiber. One atomic look: the model does not split its loads. */
+#ifdef BOUND
+#define OWN(me)  (inbox[me] + nxt[me] + sb_nxt[me] + ring[me] + sb_ring[me] + bl[me])
+#else
 #define OWN(me)  (inbox[me] + nxt[me] + sb_nxt[me] + ring[me] + sb_ring[me])
+#endif
+/* A thief takes the fiber in the next slot of a CPU running a fiber: a
+ * spawn; with NAMED any fiber, as usched__steal's last pass does. */
+#ifdef NAMED
+#define NXT_STEALABLE(c) (nxt[c] > 0 && current[c])
+#else
+#define NXT_STEALABLE(c) (nxt[c] > 0 && nxt_spawn[c] && current[c])
+#endif
 #define STEAL(me, c) ((c) != (me) && (ring[c] > 0 || (nxt[c] > 0 && nxt_spawn[c] && current[c])))
+
+#ifdef CHEAP
+/* The cheap-victim rule (steal.c, V1-V4): a thief may leave (not take) the
+ * ring and the next slot of a victim that runs a fiber whose queue keeps
+ * moving. Its measures (V1) and pauses (V4) are time, which the model does
+ * not have: any look at such a victim may leave it. A hog's queue stands
+ * still, so V2 lets the steal go: a thief never leaves work behind a hog.
+ * The choice is made outside try_all's d_step (SPIN resolves the choices
+ * inside a d_step one way): try_all has a second d_step, executable only
+ * when the thief would reach its steals and some victim could be left,
+ * which sets `lv` (leave every victim that may be left). */
+#define CHEAPV(c) (current[c] && !hogging[c])
+#define LEAVABLE(me, c) ((c) != (me) && CHEAPV(c) && (ring[c] > 0 || NXT_STEALABLE(c)))
+#if N == 2
+#define LEAVE_ANY(me) (OWN(me) == 0 && gq == 0 && (LEAVABLE(me, 0) || LEAVABLE(me, 1)))
+#else
+#define LEAVE_ANY(me) (OWN(me) == 0 && gq == 0 && (LEAVABLE(me, 0) || LEAVABLE(me, 1) || LEAVABLE(me, 2)))
+#endif
+#define LEFT(c) (lv && CHEAPV(c))
+hidden byte lv;                 /* this look leaves the victims it may (try_all) */
+#else
+#define LEFT(c) 0
+#endif
 
 inline work_visible(me, r)
 {
@@ -181,6 +291,31 @@ inline work_visible(me, r)
         c = 0
     }
 }
+
+#ifdef MUT_CHV
+#ifndef CHEAP
+#error "MUT_CHV needs CHEAP"
+#endif
+/* The mutant CHV: the park's re-check applies the cheap-victim rule, so the
+ * work a thief would leave (behind a victim running a fiber that is not a
+ * hog) is not seen, and the thief may park beside it. The code's
+ * usched__work_visible does not apply it (V3) [model: CHV]. */
+inline work_visible_cheap(me, r)
+{
+    d_step {
+        r = (OWN(me) > 0 || gq > 0);
+        c = 0;
+        do
+        :: c < N -> r = r || (STEAL(me, c) && !CHEAPV(c)); c++
+        :: else -> break
+        od;
+        c = 0
+    }
+}
+#define P3LOOK(me, r) work_visible_cheap(me, r)
+#else
+#define P3LOOK(me, r) work_visible(me, r)
+#endif
 
 #ifdef MSTALE
 /* The same, leaving out what is queued behind a stalled CPU (a hog). */
@@ -198,43 +333,132 @@ inline work_visible_rest(me, r)
 }
 #endif
 
+#ifdef NAMED
+/* The first fiber placed at `from` (its number in ff): the count said one
+ * is there. */
+inline find_at(from)
+{
+    hi = 0; ff = NOF;
+    do
+    :: hi < NFIB && where[hi] == from -> ff = hi; break
+    :: hi < NFIB && where[hi] != from -> hi++
+    :: else -> break
+    od;
+    hi = 0;
+    assert(ff != NOF)
+}
+
+/* Every fiber at `from` moves to `to`. */
+inline move_all(from, to)
+{
+    hi = 0;
+    do
+    :: hi < NFIB -> if :: where[hi] == from -> where[hi] = to :: else -> skip fi; hi++
+    :: else -> break
+    od;
+    hi = 0
+}
+
+/* Worker `me` starts to run fiber f: f was queued (not running on another
+ * worker, not blocked, not finished), and a bound fiber runs on its CPU. */
+inline run_fiber(me, f)
+{
+    assert(where[f] != W_NONE && where[f] != W_HELD);
+    hi = 0;
+    do
+    :: hi < N -> assert(hi == me || run_f[hi] != f + 1); hi++
+    :: else -> break
+    od;
+    hi = 0;
+    assert(BOUNDTO(f) == NOB || BOUNDTO(f) == me);
+    where[f] = W_RUN(me);
+    run_f[me] = f + 1
+}
+
+/* The fibers placed at `loc` are n. */
+inline count_is(loc, n)
+{
+    hi = 0; fn = 0;
+    do
+    :: hi < NFIB -> if :: where[hi] == loc -> fn++ :: else -> skip fi; hi++
+    :: else -> break
+    od;
+    assert(fn == n);
+    hi = 0; fn = 0
+}
+
+/* Fiber f is queued at `to`: it was not queued anywhere. */
+inline put(f, to)
+{
+    assert(where[f] == W_NONE || where[f] == W_HELD);
+    where[f] = to
+}
+#define FLUSH_NAMED(me) ; move_all(W_SBN(me), W_NXT(me)); move_all(W_SBR(me), W_RING(me))
+#else
+#define FLUSH_NAMED(me)
+#endif
+
 /* The store buffer of CPU `me` empties (a full fence, or a locked
  * instruction, by the owner). */
 inline flush(me)
 {
     d_step { nxt[me] = nxt[me] + sb_nxt[me]; sb_nxt[me] = 0;
-             ring[me] = ring[me] + sb_ring[me]; sb_ring[me] = 0 }
+             ring[me] = ring[me] + sb_ring[me]; sb_ring[me] = 0 FLUSH_NAMED(me) }
 }
 
 /* One fiber for CPU `me`: find_local (inbox, next slot, ring), the global
  * queue, then a steal (ring, or a spawn in a running CPU's next slot). One
  * atomic step: each take is a CAS or an exchange in the code, and the order
  * of the looks does not matter to the protocol (docs/model.md). */
-inline try_all(me, got)
+#ifdef CHEAP
+#define try_all(me, got) \
+    if \
+    :: d_step { LEAVE_ANY(me) -> lv = 1; try_look(me, got); lv = 0 } \
+    :: d_step { try_look(me, got) } \
+    fi
+#else
+#define try_all(me, got) d_step { try_look(me, got) }
+#endif
+
+inline try_look(me, got)
 {
-    d_step {
         got = 1;
         if
-        :: inbox[me] > 0 -> inbox[me]--
+        :: inbox[me] > 0 -> inbox[me]--; SRC(W_INB(me))
         :: else -> if
-            :: sb_nxt[me] > 0 -> sb_nxt[me]--
+            :: sb_nxt[me] > 0 -> sb_nxt[me]--; SRC(W_SBN(me))
             :: else -> if
-                :: nxt[me] > 0 -> nxt[me]--
-                :: else -> if
-                    :: sb_ring[me] > 0 -> sb_ring[me]--
+                :: nxt[me] > 0 -> nxt[me]--; SRC(W_NXT(me))
+                :: else ->
+#ifdef BOUND
+                /* the bound list (local.h: after the next slot) */
+                if
+                :: bl[me] > 0 -> bl[me]--; SRC(W_BL(me))
+                :: else ->
+#endif
+                if
+                    :: sb_ring[me] > 0 -> sb_ring[me]--; SRC(W_SBR(me))
                     :: else -> if
-                        :: ring[me] > 0 -> ring[me]--
+                        :: ring[me] > 0 -> ring[me]--; SRC(W_RING(me))
                         :: else -> if
-                            :: gq > 0 -> gq--
+                            :: gq > 0 -> gq--; SRC(W_GQ)
                             :: else ->
                                 got = 0;
                                 c = 0;
                                 do
                                 :: c < N && !got ->
                                     if
-                                    :: c != me && ring[c] > 0 -> ring[c]--; got = 1
-                                    :: c != me && ring[c] == 0 && nxt[c] > 0 && nxt_spawn[c] && current[c] ->
-                                        nxt[c]--; got = 1
+                                    :: c != me && !LEFT(c) && ring[c] > 0 -> ring[c]--; got = 1; SRC(W_RING(c))
+                                    :: c != me && !LEFT(c) && ring[c] == 0 && NXT_STEALABLE(c) ->
+#ifdef MUT_NXC
+                                        /* the thief loads the slot; its store of
+                                         * NULL comes in a later step (take) */
+                                        find_at(W_NXT(c)); nxf = ff + 1; nxl = c + 1; got = 1
+#else
+                                        /* the CAS of the slot (usched__wk_next_steal)
+                                         * [model: NXC] */
+                                        nxt[c]--; got = 1; SRC(W_NXT(c))
+#endif
                                     :: else -> skip
                                     fi;
                                     c++
@@ -245,9 +469,56 @@ inline try_all(me, got)
                         fi
                     fi
                 fi
+#ifdef BOUND
+                fi
+#endif
             fi
-        fi
-    }
+        fi;
+#ifdef NAMED
+        if
+        :: got && nxl == 0 ->
+            find_at(fn);
+            if
+#if defined(BOUND) && !defined(MUT_BST)
+            /* a thief that took a bound fiber from a next slot sends it
+             * home (take_one, below) [model: BST] */
+            :: BOUNDTO(ff) != NOB && fn >= W_NXT(0) && fn < W_NXT(N) && fn != W_NXT(me) ->
+                where[ff] = W_HELD; hb = ff + 1; got = 0
+#endif
+            :: else -> run_fiber(me, ff)
+            fi
+        :: got && nxl > 0 -> got = 0
+        :: else -> skip
+        fi;
+        ff = 0; fn = 0
+#endif
+}
+
+/* try_all, then what follows a take in the code: a bound fiber taken from
+ * another CPU's next slot goes home, by its CPU's inbox (W1-W3: its CPU may
+ * have parked since) (steal.c, usched__steal). */
+inline take_one(me, got)
+{
+    try_all(me, got)
+#ifdef BOUND
+    ;
+    if
+    :: hb > 0 ->
+        d_step { inbox[BOUNDTO(hb - 1)]++; put(hb - 1, W_INB(BOUNDTO(hb - 1))) };
+        kick(BOUNDTO(hb - 1), ok);
+        hb = 0; ok = 0
+    :: else -> skip
+    fi
+#endif
+#ifdef MUT_NXC
+    ;
+    /* the thief's plain store of NULL into the slot, then it runs the
+     * fiber it loaded */
+    if
+    :: nxl > 0 -> d_step { nxt[nxl - 1] = 0; run_fiber(me, nxf - 1); nxl = 0; nxf = 0; got = 1 }
+    :: else -> skip
+    fi
+#endif
 }
 
 /* Leaving PARKED, by the CPU itself or a waker (sched.c unpark and
@@ -473,6 +744,42 @@ inline poll_idle(me)
 }
 #endif
 
+/* A hand-off's fiber f into the next slot of `me` (queue.h,
+ * usched__wk_local_put): the fiber there moves to the ring or, bound, to
+ * the bound list, which no thief sees [model: BRG]. Plain stores: the
+ * owner's store buffer. */
+#ifdef NAMED
+inline slot_put(me, f)
+{
+    d_step {
+        if
+        :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++; put(f, W_SBN(me))
+        :: else ->
+            if
+            :: sb_nxt[me] > 0 -> find_at(W_SBN(me))
+            :: else -> find_at(W_NXT(me))
+            fi;
+            put(f, where[ff]);
+            if
+#if defined(BOUND) && !defined(MUT_BRG)
+            :: BOUNDTO(ff) != NOB -> bl[me]++; where[ff] = W_BL(me)
+#endif
+            :: else -> sb_ring[me]++; where[ff] = W_SBR(me)
+            fi;
+            ff = 0
+        fi
+    }
+}
+#else
+inline slot_put(me, f)
+{
+    if
+    :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
+    :: else -> sb_ring[me]++
+    fi
+}
+#endif
+
 /* ---- a worker ------------------------------------------------------------------ */
 
 /* The woken worker clears `waking` (and the model its record of the state
@@ -487,6 +794,9 @@ proctype worker(byte me)
 {
     bool got, ok, vis, spinning, handoff, spawn_woke, nospin;
     byte c, w, old, t, was;
+#ifdef NAMED
+    byte hf, hb, nxl, nxf;      /* the hand-off's fiber; BST, NXC's fiber */
+#endif
     SKP_VAR
 #if defined(IO) || defined(TIMERS)
     byte nev;
@@ -496,7 +806,7 @@ proctype worker(byte me)
 #endif
 
 top:
-    try_all(me, got);
+    take_one(me, got);
     if
     :: got -> goto exec
     :: else -> skip
@@ -548,7 +858,7 @@ decided:    skip
             poll_idle(me);
 #endif
             do
-            :: try_all(me, got);
+            :: take_one(me, got);
                if
                :: got ->
                    atomic { old = nspinning; nspinning-- };
@@ -628,8 +938,9 @@ decided:    skip
         state[me] = PSTATE;
         /* P2: full fence [model: P2] */
         flush(me);
-        /* P3: re-check [model: P3] */
-        work_visible(me, vis);
+        /* P3: re-check [model: P3] (CHV: it does not apply the
+         * cheap-victim rule) */
+        P3LOOK(me, vis);
 #else
         /* without P2's fence the seq_cst store may pass P3's loads */
         work_visible(me, vis);
@@ -661,7 +972,7 @@ decided:    skip
             leave_parked(me, ok);
             WAKING0;
             ok = 0;
-            try_all(me, got);
+            take_one(me, got);
             if
             :: got ->
                 work_visible(me, vis);
@@ -739,15 +1050,32 @@ exec:
     atomic { got = 0; vis = 0; ok = 0; current[me] = 1 };
     spawn_woke = 0;
     do
-    :: atomic { budget > 0 -> budget-- };
+    :: atomic { budget > 0 -> budget-- NEWF };
         if
+#ifdef BOUND
+        :: /* a bound fiber (place.c, decide): only its CPU's queues, by
+            * its inbox (W1-W3) from another CPU; on its CPU, a sync
+            * hand-off into the next slot (then the waker blocks), else
+            * the bound list */
+            BOUNDTO(hf) != NOB ->
+            if
+            :: BOUNDTO(hf) != me ->
+                handoff = 1;
+                d_step { inbox[BOUNDTO(hf)]++; put(hf, W_INB(BOUNDTO(hf))) };
+                kick(BOUNDTO(hf), ok)
+            :: BOUNDTO(hf) == me -> d_step { bl[me]++; put(hf, W_BL(me)) }
+            :: BOUNDTO(hf) == me ->
+                nxt_spawn[me] = 0;
+                slot_put(me, HF);
+                wakep(me, ok);
+                hf = 0;
+                break
+            fi
+#endif
         :: /* a spawn into the next slot (the one there moves to the ring):
             * plain stores, then wakep unless a burst (place.c) */
-            nxt_spawn[me] = 1;
-            if
-            :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
-            :: else -> sb_ring[me]++
-            fi;
+            UNB nxt_spawn[me] = 1;
+            slot_put(me, HF);
             if
             :: !spawn_woke || ring[me] + sb_ring[me] <= 1 -> spawn_woke = 1; wakep(me, ok)
             :: else -> skip
@@ -755,34 +1083,31 @@ exec:
 #ifndef SPAWNS_ONLY
         :: /* W1-W3: a wake-up into another CPU's inbox [model: W2]:
             * the push is a seq_cst exchange, so W3's load follows it */
-            select(t : 0 .. N - 1);
+            UNB select(t : 0 .. N - 1);
             if
             :: t != me ->
                 handoff = 1;
 #ifndef MUT_W2
-                inbox[t]++;
+                d_step { inbox[t]++ NPUT(hf, W_INB(t)) };
                 kick(t, ok)
 #else
                 kick(t, ok);
-                inbox[t]++
+                d_step { inbox[t]++ NPUT(hf, W_INB(t)) }
 #endif
             :: else ->
                 /* a sync hand-off on this CPU: the next slot (not a spawn,
                  * so not stealable there), wakep, and the waker blocks */
                 nxt_spawn[me] = 0;
-                if
-                :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
-                :: else -> sb_ring[me]++
-                fi;
+                slot_put(me, HF);
                 wakep(me, ok);
-                t = 0;
+                t = 0 NHF0;
                 break
             fi;
             t = 0
         :: /* the shared run queue; the policy names a CPU to kick: one
             * that runs no fiber when it decides (global.c: the first idle
             * CPU), else this CPU; when that is this CPU, wakep [model: GQW] */
-            atomic {
+            UNB atomic {
                 t = 0;
                 do
                 :: t < N && (t == me || !current[t]) -> break
@@ -790,7 +1115,7 @@ exec:
                 :: else -> t = me; break
                 od
             };
-            gq++;
+            d_step { gq++ NPUT(hf, W_GQ) };
             if
             :: t != me ->
                 kick(t, ok);
@@ -810,7 +1135,7 @@ exec:
             t = 0
 #endif
         fi;
-        ok = 0
+        ok = 0 NHF0
 #ifdef IO
     :: /* a wait on a descriptor of set t (fd.c usched__pd_wait), which
         * becomes ready some time (fdw) or never (a silent peer): the
@@ -850,7 +1175,7 @@ exec:
 end_hog: false   /* computes for ever: only the monitor helps its queues */
     :: break
     od;
-    current[me] = 0;
+    atomic { current[me] = 0 NDONE(me) };
     goto top;
 #ifdef STOP
 stop:
@@ -905,12 +1230,67 @@ end_kernel:
 #else
 #define MSERVE(i) 0
 #endif
+#ifdef C4
+/* C4: a contended CPU awake between fibers (running none, not parked) is
+ * served like a stalled one (monitor.c, check_cpu): its inbox, M4, while
+ * the CPU itself may take it, look for work elsewhere, or park. */
+#if !defined(CONTEND) || !defined(BOUND)
+#error "C4 needs CONTEND and BOUND"
+#endif
+#define C4SERVE(i) (CONT(i) && !current[i] && !ISPARKED(i) && inbox[i] > 0)
+#else
+#define C4SERVE(i) 0
+#endif
+
+#ifdef NAMED
+/* M4 with named fibers (monitor.c, move_queues): the inbox of CPU i to the
+ * global queue, a bound fiber excepted: it goes back into its CPU's inbox,
+ * with W1-W3 (the worker may have parked while the monitor held its
+ * fibers: C4) [model: BMV]. */
+#ifdef MUT_BMV
+#define MBOUND(f) 0
+#else
+#define MBOUND(f) (BOUNDTO(f) != NOB)
+#endif
+inline move_inbox(i)
+{
+    d_step {
+        hi = 0;
+        do
+        :: hi < NFIB ->
+            if
+            :: where[hi] == W_INB(i) && !MBOUND(hi) -> where[hi] = W_GQ; gq++
+            :: where[hi] == W_INB(i) && MBOUND(hi) -> where[hi] = W_HELD; mb++
+            :: else -> skip
+            fi;
+            hi++
+        :: else -> break
+        od;
+        hi = 0;
+        inbox[i] = 0
+    };
+    if
+    :: mb > 0 ->
+        d_step { inbox[i]++; put(BOUNDF, W_INB(i)); mb = 0 };
+#ifndef MUT_BKH
+        /* the kick of W1-W3 [model: BKH] */
+        kick(i, ok);
+#endif
+        ok = 0
+    :: else -> skip
+    fi
+}
+#endif
+
 proctype monitor()
 {
     byte c, w, i, was;
     bool ok;
     SKP_VAR
     byte early = NEARLY;
+#ifdef NAMED
+    byte mb;                    /* bound fibers the monitor holds (BMV) */
+#endif
 #if defined(IO) || defined(TIMERS)
     bool wk, quiet;
     byte t, nev;
@@ -937,7 +1317,7 @@ proctype monitor()
 #endif
            i = 0;
            do
-           :: i < N && !(hogging[i] && (inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0 || MSERVE(i))) -> i++
+           :: i < N && !(hogging[i] && (inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0 || MSERVE(i))) && !C4SERVE(i) -> i++
            :: else -> break
            od };
         if
@@ -970,6 +1350,13 @@ proctype monitor()
 #if !defined(IO_SHARED) && !defined(MUT_MIO)
             wk = wk || nwait[i] > 0;
 #endif
+            /* IO_SHARED: on every look while fibers wait in the one set
+             * and no CPU holds its role, wake a parked CPU [model: MSH]:
+             * the first look's wake-up may find a CPU between P1 and its
+             * store of PARKED, which then sleeps on its futex (monsh) */
+#if defined(IO_SHARED) && !defined(MUT_MSH)
+            wk = wk || (nwait[0] > 0 && poller == NONE);
+#endif
 #endif
             stalled[i] = 1;
             if
@@ -978,7 +1365,11 @@ proctype monitor()
             fi;
             wk = 0;
 #else
+#ifdef NAMED
+            move_inbox(i);                                      /* M4 */
+#else
             atomic { gq = gq + inbox[i]; inbox[i] = 0 };    /* M4 */
+#endif
 #ifndef MUT_M5
             wakep_body(ok);                                    /* M5 */
 #endif
@@ -1082,7 +1473,7 @@ proctype outside()
     byte c, w, was;
     bool ok;
     SKP_VAR
-    gq++;
+    d_step { gq++ NPUT(0, W_GQ); NBORN1 };
     wakep_body(ok);
 #ifdef STOP
     destroy()
@@ -1114,7 +1505,7 @@ end_verdict:
  * parked (at such a state that CPU runs a hog, whose inbox only the monitor
  * serves). With the monitor, such states recur (its looks follow them), so
  * each one is checked. */
-#if NHOG > 0 && !defined(NO_MONITOR)
+#if (NHOG > 0 || defined(C4)) && !defined(NO_MONITOR)
 #define MONITOR 1
 #endif
 proctype lost()
@@ -1200,6 +1591,22 @@ end_lost:
         :: else -> skip
         fi;
 #endif
+#ifdef NAMED
+        /* each queue holds the fibers placed there, no more, no fewer */
+        i = 0;
+        do
+        :: i < N ->
+            count_is(W_INB(i), inbox[i]); count_is(W_NXT(i), nxt[i]); count_is(W_SBN(i), sb_nxt[i]);
+            count_is(W_RING(i), ring[i]); count_is(W_SBR(i), sb_ring[i]);
+#ifdef BOUND
+            count_is(W_BL(i), bl[i]);
+#endif
+            i++
+        :: else -> break
+        od;
+        i = 0;
+        count_is(W_GQ, gq);
+#endif
         assert(!mon_idle || nparked == N)
     }
 #ifdef MONITOR
@@ -1229,7 +1636,8 @@ init
 #ifndef NO_OUTSIDE
         run outside();
 #else
-        gq = 1;
+        gq = 1 NPUT(0, W_GQ);
+        NBORN1;
 #ifdef STOP
         run destroyer();
 #endif

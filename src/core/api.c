@@ -180,6 +180,7 @@ static void free_workers(usched_t *s)
         if (!s->wk[c]) continue;
         usched__timers_fini(&s->wk[c]->timers);
         free(s->wk[c]->pol_state);
+        free(s->wk[c]->vlook);
         free(s->wk[c]);
     }
     free(s->wk);
@@ -292,10 +293,17 @@ USCHED_EXPORT int usched_start(usched_t *s)
         w->io_home = -1;
         w->rng = 0x9e3779b9u * (unsigned)(c + 1);
         w->lat_rng = w->rng ^ 0x5bd1e995u;
-        usched__lat_reload(w);
+        w->lat_left = 1; /* the first wake-up it decides is measured (worker.h) */
         usched__ring_init(&w->ring);
+        /* One CPU: no thief, and the monitor leaves a stalled CPU's ring
+         * alone (monitor.c, move_queues): its owner alone consumes it. */
+        usched__ring_set_solo(&w->ring, s->ncpus == 1);
         usched__inbox_init(&w->inbox);
         usched__timers_init(&w->timers);
+        if (s->pol_steals && !(w->vlook = usched__calloc((size_t)s->ncpus, sizeof *w->vlook))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
         if (s->ops->cpu_state_size) {
             /* Whole cache lines, so that two CPUs' states share none. */
             if (!(w->pol_state = usched__alloc_lines(s->ops->cpu_state_size))) {

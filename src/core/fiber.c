@@ -23,9 +23,15 @@
  * each side (an exit's fetch-or, a join's CAS), where the lock cost five on
  * a child that a thief ran and its spawner joined.
  *   J1. spawn: 0, or JOINED|DETACHED without a handle (no join can begin).
- *   J2. join: CAS sets JOINED (a second join sees it and fails). If DONE was
- *       set, the child has exited: the joiner frees it. Otherwise the join
- *       may run it inline (it never started: no exit will come), else it
+ *   J2. join: a fiber joining a child that never started and still waits
+ *       on the joiner's CPU takes it out of the queue first (join_take: the
+ *       next slot's or the ring's own take, as the run would); then no exit
+ *       will come and nobody else can start it, so the joiner sets JOINED
+ *       with a plain store and runs it inline. (Two joins of one fiber at
+ *       the same moment are the caller's bug, as for pthread_join; a join
+ *       that comes after another began fails.) Otherwise a CAS sets JOINED
+ *       (a second join sees it and fails). If DONE was set, the child has
+ *       exited: the joiner frees it. Otherwise it
  *       writes joiner (or owaiter) and then sets WAIT with a fetch-or - for
  *       a fiber only once it is switched out (the block's `after` step), so
  *       that the exit's wake-up cannot come before it is off its stack.
@@ -259,12 +265,18 @@ static bool join_take(struct usched__wk *w, struct usched_task *t)
     return false;
 }
 
-static bool join_inline(struct usched__wk *w, struct usched_task *t)
+/* J2 for a child taken by join_take: st is the join state read before the
+ * take, without JOINED. */
+static bool join_inline(struct usched__wk *w, struct usched_task *t, uint32_t st)
 {
     struct usched_task *me = w->cur;
     size_t used = (size_t)((char *)me->stack.lo + me->stack.size - (char *)__builtin_frame_address(0));
     if (used > me->stack.size / 2) return false;
     if (!join_take(w, t)) return false;
+    /* Taken before it started: no exit will come and no other CPU can take
+     * it, so nothing else writes jstate (J2); a plain store makes a second
+     * join during its run fail. */
+    atomic_store_explicit(&t->jstate, st | USCHED__J_JOINED, memory_order_relaxed);
     usched_t *s = t->s;
     t->fn(t->arg);
     w = usched__self_wk(); /* the joiner may have moved while fn blocked */
@@ -285,6 +297,11 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     struct usched__wk *w = usched__self_wk();
     if (w && w->cur == t) return usched__error(EDEADLK, "join: a fiber cannot join itself");
     uint32_t st = atomic_load_explicit(&t->jstate, memory_order_relaxed);
+    /* J2: a child that never started and still waits on this CPU is taken
+     * first and run inline, with no locked instruction; otherwise the CAS. */
+    if (__atomic_load_n(&t->cpu, __ATOMIC_RELAXED) == -1 && !(st & USCHED__J_JOINED) && w && w->cur &&
+        t->s == w->s && join_inline(w, t, st))
+        return 0;
     do {
         if (st & USCHED__J_JOINED)
             return usched__error(EINVAL, "join: task %llu is detached or joined already",
@@ -295,7 +312,6 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         usched__task_free(w, t); /* exited before the join (J5) */
         return 0;
     }
-    if (w && w->cur && t->s == w->s && join_inline(w, t)) return 0;
     int result = 0;
     if (w && w->cur) {
         t->joiner = w->cur;

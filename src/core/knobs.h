@@ -34,6 +34,16 @@
  *                and aarch64 under qemu pass with it (docs/preempt.md,
  *                "Status").
  *   preempt_sig 23  SIGURG, as Go: ignored by default and rarely used.
+ *   steal_cost_ns 1000  on 2 CPUs in the host's slow cross-CPU mode (~440
+ *                ns round trip) a stolen empty fiber cost its thief 250-1000
+ *                ns: 250 still let 0.9 of 3 million children be stolen
+ *                (spawn 117 ns/op), 1000 about 1 in 1000 (33 ns/op; 196
+ *                with the rule off). fib, skynet, build, select, pairs and
+ *                pingpong moved less than their noise between 0, 250, 1000
+ *                and 4000 (BENCHMARKS.md, "The cheap-victim rule"). At
+ *                most 50 ms: its look pause, 64 times it, must fit in 32
+ *                bits of ns; under ThreadSanitizer a stolen empty fiber
+ *                costs its thief 3-7 ms (policy_cheap uses 50 ms).
  *   steal_thresh 2, affinity_us 1000: ULE's defaults (kern.sched.steal_thresh,
  *                affinity = 1 ms per cache level at hz=1000).
  */
@@ -65,6 +75,8 @@ enum { USCHED__IO_POLLER_SHARED = 0, USCHED__IO_POLLER_PERCPU = 1 };
       "idle CPUs steal runnable fibers from busy ones")                           \
     X(steal_thresh, KNOB_INT, 2, 1, 256, 1, "usched,ule",                         \
       "minimum victim load to steal from beyond the LLC (ULE: from anywhere)")    \
+    X(steal_cost_ns, KNOB_INT, 1000, 0, 50000000, 1, "usched,linux,ule",             \
+      "a victim whose owner took its queued fibers faster than this each, and whose queue moved within as long, is left to its owner (0 = steal regardless; docs/design.md)") \
     X(spin_us, KNOB_INT, 50, 0, 1000000, 1, "all",                                \
       "microseconds an idle CPU spins looking for work before parking")           \
     X(next_cap, KNOB_INT, 3, 0, 1000, 1, "all",                                   \

@@ -213,20 +213,24 @@ static unsigned move_queues(usched_t *s, struct usched__wk *w, bool steals)
             }
         }
         atomic_store_explicit(&w->inbox_lock, 0, memory_order_release);
-        /* Back with W1-W3: the worker may have parked meanwhile, having
-         * found the inbox empty while we held its fibers (a contended
-         * worker is served between fibers, C4), so it must be kicked. */
+        /* [model: BMV] Bound fibers stay on their CPU: back into its inbox,
+         * not to the global queue. With W1-W3: the worker may have parked
+         * meanwhile, having found the inbox empty while we held its fibers
+         * (a contended worker is served between fibers, C4), so it must be
+         * kicked. */
         while (bound) {
             struct usched_task *t = bound;
             bound = t->qnext;
-            usched__wk_inbox_put(s, NULL, t, w->cpu);
+            usched__wk_inbox_put(s, NULL, t, w->cpu); /* W1-W3, the kick included [model: BKH] */
         }
     }
     /* The next slot and the run queue, only where no CPU steals: otherwise
      * idle CPUs take them in topology order, next slot included (steal.c,
-     * steal). The next slot's fiber is ours only once the CAS took it. */
+     * steal). The next slot's fiber is ours only once the CAS took it. Not
+     * from a solo ring (one CPU, api.c: no other CPU could run them, and a
+     * solo ring's owner alone consumes it; rq.h, usched__ring_set_solo). */
     struct usched_task *t = NULL;
-    if (steals) goto out;
+    if (steals || w->ring.solo) goto out;
     t = atomic_load_explicit(&w->next, memory_order_acquire);
     if (t && usched__wk_next_steal(s, w, t)) {
         if (t->bound >= 0)
@@ -276,9 +280,12 @@ static void serve_cpu(usched_t *s, struct usched__wk *w, int c, uint32_t seq, ui
      * fibers wait in c's set, every look wakes one [model: MIO], so
      * readiness waits at most a monitor period behind the stall, not
      * until it ends (a contended CPU woken polls once before it parks
-     * again: steal.c, C2). */
+     * again: steal.c, C2). With one set (shared), every look wakes one
+     * while fibers wait in it and no CPU holds its role [model: MSH]: the
+     * first look's wake-up can miss a CPU in the middle of its park
+     * (poller.c, io_unwatched). */
     if (moved || queued || (first && atomic_load_explicit(&s->io, memory_order_acquire)) ||
-        usched__park_io_pending(w)) {
+        usched__park_io_unwatched(w)) {
         if (usched__wk_wakep(s, NULL, c) && queued && !moved) mon_stat(s, USCHED_STAT_stall_wakes, 1);
     }
 }

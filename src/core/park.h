@@ -67,6 +67,9 @@ struct usched__park_backend {
      * backend after all (a descriptor wait it must block in the backend
      * for, added since its claim): P3 then counts it as work seen. */
     bool (*pending)(struct usched *s, struct usched__wk *w);
+    /* The stall monitor's look at w, a stalled CPU (may be NULL): fibers
+     * wait on descriptors that no CPU will see unless one is woken. */
+    bool (*unwatched)(struct usched *s, struct usched__wk *w);
 };
 
 /* The I/O backend, NULL until one registers (once, at load, before any
@@ -90,12 +93,12 @@ static inline void usched__park_io_poll(struct usched__wk *w)
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w);
 }
 
-/* Fibers wait on descriptors that only w's own wait in the backend would
- * see (io_poller=percpu: w's set has waiters). Any thread may ask. */
-static inline bool usched__park_io_pending(struct usched__wk *w)
+/* w is stalled: fibers wait on descriptors that no CPU will see unless one
+ * is woken (the backend's unwatched). Any thread may ask. */
+static inline bool usched__park_io_unwatched(struct usched__wk *w)
 {
-    return atomic_load_explicit(&w->s->io, memory_order_acquire) && usched__park_io->pending &&
-           usched__park_io->pending(w->s, w);
+    return atomic_load_explicit(&w->s->io, memory_order_acquire) && usched__park_io->unwatched &&
+           usched__park_io->unwatched(w->s, w);
 }
 
 /* P1-P4 (park.c): w, idle and not spinning, parks until a waker kicks it,

@@ -72,6 +72,9 @@ void usched__next_asym_init(struct usched *s)
                    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
+/* The fiber is the taker's only if the CAS from t to NULL succeeds [model: NXC]: a
+ * load and a store instead would let the owner take t between them (both
+ * would run it) or drop a fiber the owner put there since. */
 bool usched__wk_next_steal(struct usched *s, struct usched__wk *w, struct usched_task *t)
 {
     if (!s->next_asym) return atomic_compare_exchange_strong(&w->next, &t, NULL);

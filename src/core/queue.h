@@ -181,6 +181,8 @@ static inline bool usched__wk_local_put(struct usched *s, struct usched__wk *w, 
         t = old; /* the displaced fiber goes to the tail */
     }
     if (t->bound >= 0) {
+        /* [model: BRG] a bound fiber displaced from the slot: its CPU's
+         * bound list, never the ring, which thieves see */
         usched__wk_bound_put(w, t);
         return false;
     }

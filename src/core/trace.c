@@ -101,6 +101,7 @@ static struct usched__trec *next_chunk(struct usched *s, struct usched__tbuf *tb
         tb->head = (tb->head + 1) % tb->max;
     }
     atomic_store_explicit(&nc->n, 0, memory_order_relaxed);
+    nc->base = tb->base = usched__trace_ticks(s->tcfg.tsc); /* before any reading that follows */
     list_unlock(tb, locked);
     tb->cur = nc;
     tb->pos = nc->rec;
@@ -124,26 +125,49 @@ void usched__trace_rec(struct usched *s, struct usched__wk *w, int type, uint64_
     if (r == tb->end && !(r = next_chunk(s, tb, outside)))
         count_drop(tb);
     else
-        usched__trace_fill(tb, r, s->tcfg.tsc, type, id, a, b, c);
+        usched__trace_fill(s, tb, r, outside, s->tcfg.tsc, type, id, a, b, c);
     if (outside) usched__spin_unlock(&tb->lock);
 }
 
-/* A name event: its record, then its text in the records that follow (in
- * one chunk). */
+/* The long form's two records at r (trace.h). */
+static void put_long(struct usched__trec *r, uint64_t ts, int type, uint64_t id, uint64_t a, uint32_t b, uint16_t c)
+{
+    r[0] = (struct usched__trec){.dt = (uint32_t)ts, .type = (uint8_t)(type | USCHED__TREC_LONG), .b = c,
+                                 .id = (uint32_t)(ts >> 32), .a = b};
+    struct usched__trec_long l = {.id = id, .a = a};
+    memcpy(&r[1], &l, sizeof l);
+}
+
+void usched__trace_long(struct usched *s, struct usched__tbuf *tb, bool locked, uint64_t ts, int type, uint64_t id,
+                        uint64_t a, uint32_t b, uint16_t c)
+{
+    struct usched__trec *r = tb->pos;
+    if (tb->end - r < 2 && !(r = next_chunk(s, tb, locked))) { /* the last record stays unused */
+        count_drop(tb);
+        return;
+    }
+    put_long(r, ts, type, id, a, b, c);
+    tb->base = ts; /* the base of the short records that follow */
+    tb->pos = r + 2;
+    atomic_store_explicit(&tb->cur->n, (uint32_t)(tb->pos - tb->cur->rec), memory_order_release);
+}
+
+/* A name event: its record in the long form, then its text in the records
+ * that follow (in one chunk). */
 static void rec_name(struct usched *s, struct usched__wk *w, uint64_t id, const char *name)
 {
     struct usched__tbuf *tb = &w->tbuf;
     size_t len = strnlen(name, USCHED_NAME_MAX);
-    uint32_t k = 1 + (uint32_t)((len + sizeof(struct usched__trec) - 1) / sizeof(struct usched__trec));
+    uint32_t k = 2 + (uint32_t)((len + sizeof(struct usched__trec) - 1) / sizeof(struct usched__trec));
     if ((size_t)(tb->end - tb->pos) < k && !next_chunk(s, tb, false)) {
         count_drop(tb);
         return;
     }
     struct usched__trec *r = tb->pos;
-    *r = (struct usched__trec){.ts = usched__trace_ticks(s->tcfg.tsc), .id = id, .b = (uint32_t)len,
-                               .type = USCHED__TEV_name, .n = (uint8_t)(k - 1)};
-    memset(r + 1, 0, (k - 1) * sizeof *r);
-    memcpy(r + 1, name, len);
+    tb->base = usched__trace_ticks(s->tcfg.tsc);
+    put_long(r, tb->base, USCHED__TEV_name, id, 0, (uint32_t)len, 0);
+    memset(r + 2, 0, (k - 2) * sizeof *r);
+    memcpy(r + 2, name, len);
     tb->pos = r + k;
     atomic_store_explicit(&tb->cur->n, (uint32_t)(tb->pos - tb->cur->rec), memory_order_release);
 }

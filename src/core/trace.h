@@ -43,38 +43,52 @@
 /* A recorded event: what the hook was given, and the trace clock's reading
  * (the TSC's ticks, or CLOCK_MONOTONIC's ns when the TSC is not used, see
  * usched__tcfg). The recorder only stores it; a dump encodes the records as
- * Perfetto packets (trace.c), converting the ticks to ns. A name event is
- * followed by the records holding its text (n of them). */
+ * Perfetto packets (tracedump.c), converting the ticks to ns.
+ *
+ * Short form, one record of 16 bytes: the reading as dt, ticks after the
+ * base; id and a in 32 bits, b in 16, c in 8. An event whose values do not
+ * fit (dt at or past 2^32 ticks, or the reading before the base; a fiber
+ * id, count or duration past 2^32; a queue length past 2^16) takes the long
+ * form, two records: the first with USCHED__TREC_LONG in type, the reading
+ * whole (low half in dt, high half in id), c in b and b in a; the second
+ * holds id and a, 64 bits each (usched__trec_long). A name event is long,
+ * followed by its text (b bytes) in the records after it. The base is the
+ * chunk's at its start, then the reading of the last long record before
+ * (so a chunk that spans more than 2^32 ticks pays one long record per gap). */
 struct usched__trec {
-    uint64_t ts;
-    uint64_t id;
-    uint64_t a;
-    uint32_t b;
-    uint16_t c;
+    uint32_t dt;
     uint8_t type;
-    uint8_t n;
+    uint8_t c;
+    uint16_t b;
+    uint32_t id;
+    uint32_t a;
+};
+#define USCHED__TREC_LONG 0x80
+struct usched__trec_long {
+    uint64_t id, a;
 };
 
 /* A chunk of records: 64 KiB, the unit a flight recorder drops. Only the
  * owner writes rec[n..]; it publishes each record with a release store of
  * n, so a dump (acquire) may copy rec[0..n) while the owner appends. A
- * chunk is reset (n = 0) only under its buffer's lock, which a dump holds
- * while it copies. A dump encodes each chunk into a packet sequence that
- * stands alone (trace.c). */
+ * chunk is reset (n = 0, a new base: a clock reading taken then) only under
+ * its buffer's lock, which a dump holds while it copies. A dump encodes each
+ * chunk into a packet sequence that stands alone (tracedump.c). */
 #define USCHED__TRACE_CHUNK (64 * 1024)
-#define USCHED__TRACE_NREC (USCHED__TRACE_CHUNK / sizeof(struct usched__trec))
+#define USCHED__TRACE_NREC ((USCHED__TRACE_CHUNK - 16) / sizeof(struct usched__trec))
 /* Chunks are mapped with their pages populated: a page fault per 4 KiB
- * written (128 events) let a loaded machine's kernel preempt the worker at
+ * written (256 events) let a loaded machine's kernel preempt the worker at
  * every one. At start, each CPU's buffer maps and populates its share of
  * USCHED__TRACE_PREFAULT_MB (its whole ring under the default trace_mb), so
  * that a worker never enters the kernel for its trace; past that share, a
  * worker maps USCHED__TRACE_SLAB chunks at a time when it needs them (once
- * per ~30,000 events). */
+ * per ~65,000 events). */
 #define USCHED__TRACE_SLAB 16
 #define USCHED__TRACE_PREFAULT_MB 256
 
 struct usched__tchunk {
     _Atomic uint32_t n;
+    uint64_t base;
     struct usched__trec rec[USCHED__TRACE_NREC];
 };
 
@@ -86,6 +100,7 @@ struct usched__tchunk {
 struct usched__tbuf {
     struct usched__tchunk *cur; /* being written; NULL before the first event */
     struct usched__trec *pos, *end; /* cur->rec[n], one past its last record */
+    uint64_t base;              /* of the next short record: cur->base, or the last long record's reading */
     uint64_t step_ts;           /* a switch's stop: the clock its run and migration share */
     bool step;                  /* step_ts is for the run that follows */
     bool full;                  /* not a ring and no chunk left: events are dropped */
@@ -183,12 +198,20 @@ static inline uint64_t usched__trace_ticks(bool tsc)
     return usched__now_ns();
 }
 
-/* Writes one record at r, the next free one of tb's chunk, and publishes
- * it. A switch reads the clock once: its stop (USCHED__TSTOP_SWITCH), its
+/* Out of line (trace.c): writes the event in the long form at tb->pos,
+ * taking a new chunk when fewer than two records are left (locked: the
+ * caller holds tb's lock), and publishes it. */
+void usched__trace_long(struct usched *s, struct usched__tbuf *tb, bool locked, uint64_t ts, int type, uint64_t id,
+                        uint64_t a, uint32_t b, uint16_t c);
+
+/* Writes one event at r, the next free record of tb's chunk, and publishes
+ * it: in the short form when its values fit, else by usched__trace_long. A
+ * switch reads the clock once: its stop (USCHED__TSTOP_SWITCH), its
  * migration and its run happen within a few dozen instructions. */
-static inline __attribute__((always_inline)) void usched__trace_fill(struct usched__tbuf *tb, struct usched__trec *r,
-                                                                     bool tsc, int type, uint64_t id, uint64_t a,
-                                                                     uint32_t b, uint16_t c)
+static inline __attribute__((always_inline)) void usched__trace_fill(struct usched *s, struct usched__tbuf *tb,
+                                                                     struct usched__trec *r, bool locked, bool tsc,
+                                                                     int type, uint64_t id, uint64_t a, uint32_t b,
+                                                                     uint16_t c)
 {
     uint64_t ts;
     if ((type == USCHED__TEV_run || type == USCHED__TEV_migrate) && tb->step) {
@@ -202,13 +225,17 @@ static inline __attribute__((always_inline)) void usched__trace_fill(struct usch
         }
     }
     if (type == USCHED__TEV_stop) c &= (uint16_t)~USCHED__TSTOP_SWITCH;
-    r->ts = ts;
-    r->id = id;
-    r->a = a;
-    r->b = b;
-    r->c = c;
+    uint64_t dt = ts - tb->base; /* wraps past 2^32 when ts is before the base */
+    if (__builtin_expect((((dt | id | a) >> 32) | (b >> 16) | (uint32_t)(c >> 8)) != 0, 0)) {
+        usched__trace_long(s, tb, locked, ts, type, id, a, b, c);
+        return;
+    }
+    r->dt = (uint32_t)dt;
     r->type = (uint8_t)type;
-    r->n = 0;
+    r->c = (uint8_t)c;
+    r->b = (uint16_t)b;
+    r->id = (uint32_t)id;
+    r->a = (uint32_t)a;
     tb->pos = r + 1;
     atomic_store_explicit(&tb->cur->n, (uint32_t)(r + 1 - tb->cur->rec), memory_order_release);
 }
@@ -227,7 +254,7 @@ static inline __attribute__((always_inline)) void usched__trace_put(struct usche
 {
     struct usched__trec *r = tb->pos;
     if (__builtin_expect(r != tb->end, 1))
-        usched__trace_fill(tb, r, tsc, type, id, a, b, c);
+        usched__trace_fill(s, tb, r, false, tsc, type, id, a, b, c);
     else if (tb->full)
         atomic_store_explicit(&tb->dropped, atomic_load_explicit(&tb->dropped, memory_order_relaxed) + 1,
                               memory_order_relaxed);

@@ -191,8 +191,38 @@ static uint8_t *instant(uint8_t *q, int name)
  * run with its interned name). */
 #define MAXPKT 256
 
-/* One record as a packet at p; returns its end. */
-static uint8_t *encode_rec(struct enc *e, uint8_t *p, const struct usched__trec *rec)
+/* An event read back from its records (trace.h): text, a name's. */
+struct tev {
+    uint64_t ts, id, a;
+    uint32_t b;
+    uint16_t c;
+    int type;
+    const void *text;
+};
+
+/* Reads the event at r (m records left in its chunk; *base, the base of a
+ * short record, which a long one replaces with its reading) into ev;
+ * returns how many records it takes, 0 when it was not published whole. */
+static uint32_t rec_read(const struct usched__trec *r, uint32_t m, uint64_t *base, struct tev *ev)
+{
+    if (!(r->type & USCHED__TREC_LONG)) {
+        *ev = (struct tev){.ts = *base + r->dt, .id = r->id, .a = r->a, .b = r->b, .c = r->c, .type = r->type};
+        return 1;
+    }
+    if (m < 2) return 0;
+    struct usched__trec_long l;
+    memcpy(&l, &r[1], sizeof l);
+    *ev = (struct tev){.ts = (uint64_t)r->id << 32 | r->dt, .id = l.id, .a = l.a, .b = r->a, .c = r->b,
+                       .type = r->type & ~USCHED__TREC_LONG, .text = &r[2]};
+    uint32_t k = 2;
+    if (ev->type == USCHED__TEV_name) k += (uint32_t)((ev->b + sizeof *r - 1) / sizeof *r);
+    if (k > m) return 0;
+    *base = ev->ts;
+    return k;
+}
+
+/* One event as a packet at p; returns its end. */
+static uint8_t *encode_rec(struct enc *e, uint8_t *p, const struct tev *rec)
 {
     uint64_t now = tconv_ns(e->cv, rec->ts);
     if (now < e->last_ns) now = e->last_ns;
@@ -250,7 +280,7 @@ static uint8_t *encode_rec(struct enc *e, uint8_t *p, const struct usched__trec 
     case USCHED__TEV_name: {
         uint8_t *an = tf_open(instant(q, TF_N_name), TF_E_ANNOT);
         uint8_t *r = tf_uint(an, TF_A_NAME_IID, TF_A_name + 1);
-        q = tf_close(an, tf_bytes(r, TF_A_STRING, rec + 1, b));
+        q = tf_close(an, tf_bytes(r, TF_A_STRING, rec->text, b));
         break;
     }
     default:
@@ -261,16 +291,19 @@ static uint8_t *encode_rec(struct enc *e, uint8_t *p, const struct usched__trec 
     return tf_close(pk, q);
 }
 
-/* Encodes n records of one chunk as a chunk of packets into out (room for
- * MAXPKT per record and a first packet); returns the bytes written. */
-static size_t encode_chunk(struct enc *e, uint8_t *out, const struct usched__trec *r, uint32_t n)
+/* Encodes n records of one chunk (its base: base) as a chunk of packets
+ * into out (room for MAXPKT per record and a first packet); returns the
+ * bytes written. */
+static size_t encode_chunk(struct enc *e, uint8_t *out, const struct usched__trec *r, uint32_t n, uint64_t base)
 {
-    if (!n) return 0;
-    uint64_t first = tconv_ns(e->cv, r[0].ts);
+    struct tev ev;
+    uint32_t k = n ? rec_read(r, n, &base, &ev) : 0;
+    if (!k) return 0;
+    uint64_t first = tconv_ns(e->cv, ev.ts);
     uint8_t *p = chunk_begin(e, out, first > e->last_ns ? first : e->last_ns);
-    for (uint32_t i = 0; i < n; i += 1u + r[i].n) {
-        if (i + 1u + r[i].n > n) break; /* a name's text cut off (not published whole) */
-        p = encode_rec(e, p, &r[i]);
+    for (uint32_t i = 0; k; k = i < n ? rec_read(&r[i], n - i, &base, &ev) : 0) {
+        p = encode_rec(e, p, &ev);
+        i += k;
     }
     return (size_t)(p - out);
 }
@@ -402,28 +435,31 @@ static int write_buffer(struct usched__tbuf *tb, FILE *f, const struct tconv *cv
         total += atomic_load_explicit(&tb->ring[(tb->head + i) % tb->max]->n, memory_order_acquire);
     struct usched__trec *copy = total ? malloc(total * sizeof *copy) : NULL;
     uint32_t *lens = nch ? malloc(nch * sizeof *lens) : NULL;
+    uint64_t *bases = nch ? malloc(nch * sizeof *bases) : NULL;
     size_t k = 0;
     uint32_t got = 0;
-    for (; copy && lens && got < nch; got++) {
+    for (; copy && lens && bases && got < nch; got++) {
         struct usched__tchunk *ch = tb->ring[(tb->head + got) % tb->max];
         uint32_t n = atomic_load_explicit(&ch->n, memory_order_acquire);
         if (k + n > total) n = (uint32_t)(total - k); /* grew since counted: what was counted */
         memcpy(copy + k, ch->rec, n * sizeof *copy);
         lens[got] = n;
+        bases[got] = ch->base;
         k += n;
     }
     usched__spin_unlock(&tb->lock);
     int rc = 0;
     uint8_t *out = k ? malloc(USCHED__TRACE_NREC * MAXPKT + 1024) : NULL;
-    if ((total && (!copy || !lens)) || (k && !out)) rc = -ENOMEM;
+    if ((total && (!copy || !lens || !bases)) || (k && !out)) rc = -ENOMEM;
     struct enc e = {.cv = cv, .seq = tb->seq, .uuid = tb->uuid};
     k = 0;
     for (uint32_t i = 0; rc == 0 && out && i < got; i++) {
-        size_t len = encode_chunk(&e, out, copy + k, lens[i]);
+        size_t len = encode_chunk(&e, out, copy + k, lens[i], bases[i]);
         if (len && fwrite(out, 1, len, f) != len) rc = -EIO;
         k += lens[i];
     }
     free(out);
+    free(bases);
     free(lens);
     free(copy);
     return rc;

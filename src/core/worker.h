@@ -35,6 +35,23 @@ enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT, POST_PREEMPT };
  * the next are spawned; a bound of 16 stacks per CPU beyond the caches. */
 #define USCHED_SPARES 16
 
+/* A thief's last look at one victim's ring (steal.c, the cheap-victim
+ * rule): owner only, on the thief's side. */
+struct usched__vlook {
+    uint32_t head, tail; /* the ring's ends at the look */
+    uint32_t cost;       /* ns per fiber its owner took, last measured (0: not yet) */
+    uint64_t at;         /* when */
+    uint64_t changed;    /* the last look that saw the ends move */
+    uint64_t next_look;  /* no look before (V4) */
+    uint32_t backoff;    /* ns between looks while it is left (V4) */
+};
+
+/* Why a thief's last pass left work where it was (usched__wk.deferred). */
+#define USCHED__LEFT_IDLE_CORE 1 /* to a whole idle core (steal.c, D1-D4) */
+#define USCHED__LEFT_CHEAP 2     /* to a cheap victim's owner (V1-V5) */
+#define USCHED__NAP_MIN_NS 20000   /* V5: a shorter pause is yielded, not slept */
+#define USCHED__NAP_MAX_NS 1000000 /* V5: the longest sleep (a look pause may be 64 x 50 ms) */
+
 /* Per-CPU state, cache-line aligned. Fields are grouped by who writes them,
  * each group on lines of its own (asserted below), so that a cross-CPU
  * wake-up (inbox, inbox_n, state) never bounces the owner's hot lines. */
@@ -95,7 +112,13 @@ struct usched__wk {
                                           * (io_poller=percpu), else -1; owner only */
     int idle;                            /* published idle in the masks */
     int handoff;                         /* handed a fiber to another CPU since it last idled */
-    int deferred;                        /* its last steal left work to a whole idle core (steal.c, D1-D4) */
+    int deferred;                        /* its last steal left work to a whole idle core (steal.c, D1-D4:
+                                            USCHED__LEFT_IDLE_CORE), or to a cheap victim's owner
+                                            (V1-V5: USCHED__LEFT_CHEAP) */
+    struct usched__vlook *vlook;         /* its last look at each CPU's ring (NULL: no stealing) */
+    int steal_v;                         /* its last steal: from which CPU, how many fibers, when */
+    uint32_t steal_n;                    /* (0: measured already; steal.c, V1) */
+    uint64_t steal_at;
     int spawn_woke;                      /* a spawn by the running fiber, since it was switched in,
                                             called wakep for the ring (place.c) */
     /* Above 0 while the core runs a policy's code for the running fiber
@@ -153,7 +176,9 @@ static inline bool usched__wk_contended(const struct usched__wk *w)
  * random gap of 1 to 2 * USCHED__LAT_EVERY - 1 wake-ups (xorshift32; mean
  * USCHED__LAT_EVERY), so a regular pattern of wake-ups (a ping-pong pair) is
  * not sampled in step with it; a wake-up that is not sampled costs a
- * decrement. */
+ * decrement. The countdown starts at 1 (api.c): the first wake-up a CPU
+ * decides is measured, so a run of a few hundred wake-ups spread over many
+ * CPUs still has samples. */
 static inline void usched__lat_reload(struct usched__wk *w)
 {
     uint32_t x = w->lat_rng;

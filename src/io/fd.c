@@ -290,6 +290,7 @@ static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, str
 {
     int home = atomic_load_explicit(&pd->home, memory_order_relaxed);
     int packet = -1;
+    if (io->s->ncpus == 1) return home; /* one set: nowhere to move, nothing to sample */
     if (pd->tcp) {
         if (++pd->sample < IO_SAMPLE_EVERY) return home;
         pd->sample = 0;

@@ -460,6 +460,22 @@ static bool io_pending(usched_t *s, struct usched__wk *w)
     return io && io->percpu && atomic_load_explicit(&io->set[w->cpu].nwaiters, memory_order_seq_cst);
 }
 
+/* The stall monitor's look at w, stalled (monitor.c, serve_cpu): fibers
+ * wait on descriptors no CPU will see unless one is woken. percpu: w's own
+ * set has waiters, which only w or an idle CPU's poll takes [model: MIO].
+ * shared: the one set has waiters and no CPU holds its role [model: MSH]:
+ * the wake-up at the stall's first look may find a CPU between P1 and its
+ * store of PARKED, which then sleeps on its futex with the set unwatched
+ * (docs/model.md, monsh); a later look wakes it. */
+static bool io_unwatched(usched_t *s, struct usched__wk *w)
+{
+    struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
+    if (!io) return false;
+    struct usched__ioset *st = usched__io_set_of(io, w->cpu);
+    if (!atomic_load_explicit(&st->nwaiters, memory_order_seq_cst)) return false;
+    return io->percpu || atomic_load_explicit(&st->poller, memory_order_acquire) == -1;
+}
+
 /* P4': blocks in its set until deadline_ns (UINT64_MAX: no timer), releases
  * the role and buffers the events; io_dispatch runs them once the core has
  * left PARKED_POLL. */
@@ -564,6 +580,7 @@ static const struct usched__park_backend epoll_shared = {
     .dispatch = io_dispatch,
     .wake = io_break,
     .pending = io_pending,
+    .unwatched = io_unwatched,
 };
 
 void usched__io_register(void)

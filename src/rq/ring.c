@@ -4,6 +4,8 @@
  * end: the owner pushes and pops at the tail (newest first: fork-join trees
  * unfold depth first), consumers at the head take the oldest (thieves take
  * half with one CAS; the owner's FIFO pop and spill use the same CAS).
+ * A solo ring (one CPU: nobody but the owner ever consumes) commits the
+ * owner's moves of head with plain release stores instead (own_head_cas).
  *
  * Indices are free-running uint32_t counters; a slot is index & RQ_MASK, the
  * length is tail - head (modulo 2^32, so the counters may wrap). The head
@@ -77,6 +79,7 @@ void usched__rq_throw(const char *fmt, ...)
 void usched__ring_init_at(usched__ring_spmc_t *r, uint32_t start)
 {
     atomic_init(&r->head, (uint64_t)start);
+    r->solo = false;
     atomic_init(&r->tail, start);
     for (unsigned i = 0; i < RQ_RING_SIZE; i++)
         atomic_init(&r->slots[i], NULL);
@@ -85,6 +88,11 @@ void usched__ring_init_at(usched__ring_spmc_t *r, uint32_t start)
 void usched__ring_init(usched__ring_spmc_t *r)
 {
     usched__ring_init_at(r, 0);
+}
+
+void usched__ring_set_solo(usched__ring_spmc_t *r, bool solo)
+{
+    r->solo = solo;
 }
 
 static inline uint32_t own_tail(const usched__ring_spmc_t *r)
@@ -117,13 +125,30 @@ static inline void slot_put(usched__ring_spmc_t *r, uint32_t i, void *item)
     atomic_store_explicit(&r->slots[i & RQ_MASK], item, memory_order_relaxed);
 }
 
-/* Commits the consumption of [h, h + n) (or, n = 0, only bumps the tag, E3).
- * Release on success (R2); a failure only tells the caller to retry, which
- * reloads head with acquire. */
+/* A consumer other than the owner (a thief, the stall monitor) commits the
+ * consumption of [h, h + n) of r. Release on success (R2); a failure only
+ * tells the caller to retry, which reloads head with acquire. */
 static inline bool head_cas(usched__ring_spmc_t *r, uint64_t hw, uint32_t n)
 {
     return atomic_compare_exchange_strong_explicit(&r->head, &hw, hword(hw, hidx(hw) + n),
                                                    memory_order_release, memory_order_relaxed);
+}
+
+/* The owner commits the consumption of [h, h + n) (or, n = 0, only bumps
+ * the tag, E3): head_cas, or on a solo ring, where nobody else moves head,
+ * a plain release store that cannot fail. */
+static inline bool own_head_cas(usched__ring_spmc_t *r, uint64_t hw, uint32_t n)
+{
+    if (r->solo) {
+        atomic_store_explicit(&r->head, hword(hw, hidx(hw) + n), memory_order_release);
+        return true;
+    }
+    return head_cas(r, hw, n);
+}
+
+static void thief_check(const usched__ring_spmc_t *victim)
+{
+    if (victim->solo) usched__rq_throw("ring_steal: ring %p is its owner's alone (solo)", (const void *)victim);
 }
 
 int usched__ring_push(usched__ring_spmc_t *r, void *item)
@@ -150,7 +175,7 @@ unsigned usched__ring_push_or_spill(usched__ring_spmc_t *r, void *item, void **s
         /* Full: take the older half like a thief would (copy, then CAS). */
         for (uint32_t i = 0; i < RQ_HALF; i++)
             spill[i] = slot_get(r, h + i);
-        if (head_cas(r, hw, RQ_HALF)) {
+        if (own_head_cas(r, hw, RQ_HALF)) {
             /* The new item stays: it is the newest, the next the owner's
              * LIFO pop takes, and the global queue keeps spawn order. */
             slot_put(r, t, item);
@@ -169,7 +194,7 @@ void *usched__ring_pop(usched__ring_spmc_t *r)
         uint32_t t = own_tail(r);
         if (t == h) return NULL;
         void *item = slot_get(r, h);
-        if (head_cas(r, hw, 1)) return item;
+        if (own_head_cas(r, hw, 1)) return item;
     }
 }
 
@@ -181,7 +206,7 @@ static bool take_at(usched__ring_spmc_t *r, uint64_t hw, uint32_t t, uint32_t i)
     /* E2. Release, like every store of tail: a consumer that reads this
      * value must also see the items below it (R1). */
     atomic_store_explicit(&r->tail, i, memory_order_release);
-    while (!head_cas(r, hw, 0)) {                             /* E3 */
+    while (!own_head_cas(r, hw, 0)) {                         /* E3 */
         hw = load_head(r);
         if (hidx(hw) - h > i - h) {
             /* A consumer took index i: [head, t) is still intact. */
@@ -227,7 +252,7 @@ bool usched__ring_take(usched__ring_spmc_t *r, const void *item)
         }
         /* The oldest: a consumer's CAS, nothing to move. A failed CAS
          * means a consumer moved head; look again. */
-        if (head_cas(r, hw, 1)) return true;
+        if (own_head_cas(r, hw, 1)) return true;
     }
 }
 
@@ -240,7 +265,7 @@ int usched__ring_push_head(usched__ring_spmc_t *r, void *item)
         /* Slot h - 1 is beyond the tail (the ring is not full), so no
          * consumer reads it before the release CAS publishes it. */
         slot_put(r, h - 1, item);
-        if (head_cas(r, hw, (uint32_t)-1)) return 0;
+        if (own_head_cas(r, hw, (uint32_t)-1)) return 0;
     }
 }
 
@@ -271,6 +296,7 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
                          unsigned *taken)
 {
     if (victim == thief) usched__rq_throw("ring_steal: victim and thief are the same ring %p", (void *)victim);
+    thief_check(victim);
     uint32_t t = own_tail(thief);
     uint32_t used = t - hidx(load_head(thief));
     if (used > RQ_RING_SIZE - RQ_HALF)
@@ -286,6 +312,7 @@ void *usched__ring_steal(usched__ring_spmc_t *victim, usched__ring_spmc_t *thief
 
 void *usched__ring_steal_one(usched__ring_spmc_t *victim)
 {
+    thief_check(victim);
     for (;;) {
         uint64_t hw = load_head(victim);
         uint32_t h = hidx(hw);
@@ -301,19 +328,24 @@ void *usched__ring_steal_one(usched__ring_spmc_t *victim)
     }
 }
 
-uint32_t usched__ring_len(const usched__ring_spmc_t *r)
+void usched__ring_ends(const usched__ring_spmc_t *r, uint32_t *head, uint32_t *tail)
 {
     /* If the head word (index and tag) is unchanged around the tail load,
-     * then (h, t) was the state at the moment tail was read. That length is
-     * in [0, RQ_RING_SIZE] except inside an owner's take (E2 lowered the
-     * tail, a consumer then moved head past it, E3 has not restored it):
-     * the ring is being emptied then, so report 0. */
+     * then (h, t) was the state at the moment tail was read. */
     for (;;) {
         uint64_t hw = load_head(r);
         uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
         if (load_head(r) == hw) {
-            uint32_t n = t - hidx(hw);
-            return n > RQ_RING_SIZE ? 0 : n;
+            *head = hidx(hw);
+            *tail = t;
+            return;
         }
     }
+}
+
+uint32_t usched__ring_len(const usched__ring_spmc_t *r)
+{
+    uint32_t h, t;
+    usched__ring_ends(r, &h, &t);
+    return usched__ring_count(h, t);
 }

@@ -11,8 +11,8 @@
  *   progress   the report on stdout once; progress on stderr only with
  *              --progress (stderr is not a terminal here), as one line
  *   args       bad arguments: exit 2, one line on stderr, nothing on stdout
- *   noise      --noise N: the report and --json say N, and no busy process
- *              outlives the run
+ *   noise      --noise N: the report and --json say N and the CPUs the
+ *              busy processes had, and no busy process outlives the run
  *   stop       a SIGTERM of usched bench while a peer runs: the peer (in a
  *              process group of its own) dies with it
  *   children   fib's --cutoff (in --json and on the peers' command line);
@@ -466,6 +466,9 @@ static void test_noise(void)
     expect_ok(r, "--noise 2");
     ASSERT_STR_CONTAINS(r.out, "fib: 2 runs per variant, ");
     ASSERT_STR_CONTAINS(r.out, ", 2 busy processes beside (lower is better)");
+    /* the CPUs the neighbour had: after each run, and per variant */
+    ASSERT_EQ(count(r.out, "  busy processes beside the run: "), 2);
+    ASSERT_STR_CONTAINS(r.out, "\nCPUs the 2 busy processes had beside each variant");
     done(r);
     ASSERT_EQ(noise_processes(), 0);
     r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--noise", "1", "--compare", "pin=1;pin=0",
@@ -473,10 +476,17 @@ static void test_noise(void)
     expect_ok(r, "--noise 1 --json");
     ASSERT_EQ(count(r.out, "\"noise\":1,"), 2);
     ASSERT_EQ(count(r.out, "\"variant\":\"pin=0\""), 1);
+    /* a CPU time read from the kernel, never negative */
+    ASSERT_EQ(count(r.out, "\"noise_cpus\":"), 2);
+    for (const char *p = r.out; (p = strstr(p, "\"noise_cpus\":")); p++) {
+        double x = strtod(p + strlen("\"noise_cpus\":"), NULL);
+        ASSERT(x >= 0);
+    }
     done(r);
     r = run("fib", "--n", "15", "--runs", "1", "--policy", "usched", "--json", NULL);
     expect_ok(r, "--json without --noise");
     ASSERT_EQ(count(r.out, "\"noise\":0,"), 1);
+    ASSERT_EQ(count(r.out, "\"noise_cpus\":"), 0);
     done(r);
     ASSERT_EQ(noise_processes(), 0);
 }

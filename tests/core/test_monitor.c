@@ -25,7 +25,10 @@
  * (a bound no correct implementation misses; without the monitor the
  * sleepers would wake only after it).
  *
- * Usage: core_monitor [topology]   (default: the live machine)
+ * Usage: core_monitor [topology [knobs]]   (topology "" or none: the live
+ * machine; knobs added to steal=0,preempt_us=0, e.g. io_poller=shared: the
+ * io case with the one set, where every look wakes a CPU while fibers wait
+ * in it and no CPU holds its role, MSH in monitor.c)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -419,10 +422,11 @@ int main(int argc, char **argv)
 {
     ASSERT_EQ(pipe(pipefd), 0);
     ASSERT_OK(usched_create(&sched));
-    if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
+    if (argc > 1 && argv[1][0]) ASSERT_OK(usched_set(sched, "topology", argv[1]));
     /* Preemption off: these cases are about a fiber that holds its CPU
      * (docs/preempt.md has the cases where it is taken back). */
     ASSERT_OK(usched_set(sched, "knobs", "steal=0,preempt_us=0"));
+    if (argc > 2) ASSERT_OK(usched_set(sched, "knobs", argv[2]));
     char trace[64];
     snprintf(trace, sizeof trace, "/tmp/usched-monitor-%d.pftrace", (int)getpid());
     ASSERT_OK(usched_set(sched, "trace", trace));
@@ -438,7 +442,7 @@ int main(int argc, char **argv)
     case_hold(1);
     case_io();
     case_report();
-    case_steal(argc > 1 ? argv[1] : NULL);
+    case_steal(argc > 1 && argv[1][0] ? argv[1] : NULL);
     uint64_t stalls = stat_of("stalls");
     ASSERT_OK(usched_destroy(sched));
     /* trace: one stall instant per episode the monitor counted */

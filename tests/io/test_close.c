@@ -213,27 +213,38 @@ static void release(void *arg)
     printf("release: %ld rounds, number reused in %d\n", n, reused);
 }
 
+/* Runs fn in a fiber and joins it under a watchdog: a phase whose
+ * progress counter stands still for secs fails with the scheduler's
+ * counters instead of hanging until CTest's timeout. */
+static void phase(const char *what, void (*fn)(void *), void *arg, int secs)
+{
+    struct io_watchdog wd;
+    io_watchdog_start(&wd, &rel_progress, secs, what, s);
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn(s, &t, fn, arg));
+    ASSERT_OK(usched_join(t));
+    io_watchdog_stop(&wd);
+}
+
+static void churn4(void *arg)
+{
+    usched_task_t *c[4];
+    for (int i = 0; i < 4; i++) ASSERT_OK(usched_spawn(s, &c[i], churn, arg));
+    for (int i = 0; i < 4; i++) ASSERT_OK(usched_join(c[i]));
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_start(s));
-    usched_task_t *t;
-    ASSERT_OK(usched_spawn(s, &t, closer, NULL));
-    ASSERT_OK(usched_join(t));
-    ASSERT_OK(usched_spawn(s, &t, close_outside, NULL));
-    ASSERT_OK(usched_join(t));
-    ASSERT_OK(usched_spawn(s, &t, stale, NULL));
-    ASSERT_OK(usched_join(t));
-    usched_task_t *c[4];
-    for (int i = 0; i < 4; i++) ASSERT_OK(usched_spawn(s, &c[i], churn, (void *)test_scale(2000)));
-    for (int i = 0; i < 4; i++) ASSERT_OK(usched_join(c[i]));
+    /* The first four phases take milliseconds: 60 s without an end is a hang. */
+    phase("closer", closer, NULL, 60);
+    phase("close_outside", close_outside, NULL, 60);
+    phase("stale", stale, NULL, 60);
+    phase("churn", churn4, (void *)test_scale(2000), 60);
     printf("io_stale %llu\n", (unsigned long long)io_stat(s, "io_stale"));
-    struct io_watchdog wd;
-    io_watchdog_start(&wd, &rel_progress, 20, "release", s);
-    ASSERT_OK(usched_spawn(s, &t, release, (void *)test_scale(20000)));
-    ASSERT_OK(usched_join(t));
-    io_watchdog_stop(&wd);
+    phase("release", release, (void *)test_scale(20000), 20);
     ASSERT_EQ(usched_close(-1), -EBADF);
     ASSERT_OK(usched_destroy(s));
     printf("ok\n");

@@ -1,9 +1,13 @@
 /* ring_spmc, one thread: FIFO, full and empty edges, index wrap-around past
  * 2^32, spill contents and order, steal halves; the owner's LIFO end (pop
  * newest, take a given item, push at the head) and how it mixes with the
- * FIFO end and steals. */
+ * FIFO end and steals. The owner's operations again on a solo ring (its
+ * commits are plain stores), and a steal from a solo ring aborts. */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rq/rq.h"
 #include "rq_test.h"
@@ -15,11 +19,18 @@ static void *item(uintptr_t i) { return (void *)(i + 1); } /* never NULL */
 static uintptr_t id(void *p) { return (uintptr_t)p - 1; }
 
 static usched__ring_spmc_t ra, rb;
+static bool solo; /* the owner's rings (ra) are solo: no thief part */
+
+static void init_owner(usched__ring_spmc_t *r, uint32_t start)
+{
+    usched__ring_init_at(r, start);
+    usched__ring_set_solo(r, solo);
+}
 
 /* Starting the indices at `start`: fill, check full, drain in order. */
 static void fifo_full_empty(uint32_t start)
 {
-    usched__ring_init_at(&ra, start);
+    init_owner(&ra, start);
     ASSERT_EQ(usched__ring_len(&ra), 0);
     RQ_ASSERT_PTR_EQ(usched__ring_pop(&ra), NULL);
     for (uintptr_t i = 0; i < N; i++) {
@@ -45,7 +56,7 @@ static void fifo_full_empty(uint32_t start)
  * start is near UINT32_MAX): always FIFO. */
 static void fifo_interleaved(uint32_t start)
 {
-    usched__ring_init_at(&ra, start);
+    init_owner(&ra, start);
     uintptr_t next_in = 0, next_out = 0;
     for (int round = 0; round < 40; round++) {
         int pushes = 1 + (round * 37) % 200, pops = 1 + (round * 53) % 200;
@@ -67,7 +78,7 @@ static void fifo_interleaved(uint32_t start)
 static void spill(uint32_t start)
 {
     void *out[HALF];
-    usched__ring_init_at(&ra, start);
+    init_owner(&ra, start);
     ASSERT_EQ(usched__ring_push_or_spill(&ra, item(0), out), 0); /* not full: a push */
     for (uintptr_t i = 1; i < N; i++)
         ASSERT_EQ(usched__ring_push_or_spill(&ra, item(i), out), 0);
@@ -125,7 +136,7 @@ static void steal(uint32_t start_a, uint32_t start_b)
  * bottom keeps the others' order; push_head goes behind everything. */
 static void lifo(uint32_t start)
 {
-    usched__ring_init_at(&ra, start);
+    init_owner(&ra, start);
     RQ_ASSERT_PTR_EQ(usched__ring_pop_lifo(&ra), NULL);
     RQ_ASSERT_PTR_EQ(usched__ring_peek_lifo(&ra), NULL);
     ASSERT(!usched__ring_take(&ra, item(0)));
@@ -169,6 +180,7 @@ static void lifo(uint32_t start)
 
     /* A thief takes the oldest half; the owner's take of a stolen item says
      * no, of a remaining one yes; the thief's ring keeps its order. */
+    if (solo) return;
     usched__ring_init_at(&rb, start + 7);
     for (uintptr_t i = 0; i < 10; i++)
         ASSERT_EQ(usched__ring_push(&ra, item(i)), 0);
@@ -185,18 +197,44 @@ static void lifo(uint32_t start)
     ASSERT_EQ(usched__ring_len(&rb), 2);
 }
 
+/* A thief's take from a solo ring is a caller's bug: it aborts. */
+static void solo_steal_aborts(void)
+{
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = fork();
+        ASSERT(pid >= 0);
+        if (pid == 0) {
+            usched__ring_init(&ra);
+            usched__ring_init(&rb);
+            usched__ring_set_solo(&ra, true);
+            (void)usched__ring_push(&ra, item(0));
+            if (k == 0) (void)usched__ring_steal_one(&ra);
+            else (void)usched__ring_steal(&ra, &rb, NULL);
+            _exit(0);
+        }
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    }
+}
+
 int main(void)
 {
     /* 0: the plain case; the others cross 2^32 during the test. */
     static const uint32_t starts[] = {0, UINT32_MAX - 5, UINT32_MAX - N / 2, UINT32_MAX};
-    for (unsigned s = 0; s < sizeof starts / sizeof starts[0]; s++) {
-        fifo_full_empty(starts[s]);
-        fifo_interleaved(starts[s]);
-        spill(starts[s]);
-        lifo(starts[s]);
-        for (unsigned s2 = 0; s2 < sizeof starts / sizeof starts[0]; s2++)
-            steal(starts[s], starts[s2]);
+    for (int so = 0; so < 2; so++) {
+        solo = so;
+        for (unsigned s = 0; s < sizeof starts / sizeof starts[0]; s++) {
+            fifo_full_empty(starts[s]);
+            fifo_interleaved(starts[s]);
+            spill(starts[s]);
+            lifo(starts[s]);
+            for (unsigned s2 = 0; s2 < sizeof starts / sizeof starts[0] && !solo; s2++)
+                steal(starts[s], starts[s2]);
+        }
     }
+    solo = false;
+    solo_steal_aborts();
     /* The wrap really happened: tail went past UINT32_MAX to small values. */
     usched__ring_init_at(&ra, UINT32_MAX - 1);
     for (uintptr_t i = 0; i < 4; i++)

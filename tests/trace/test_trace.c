@@ -609,13 +609,15 @@ static void test_bounded(void)
     ASSERT_OK(unlink(one));
 
     /* A stall, with trace_stall_dump: a fiber holds its CPU until the
-     * monitor has counted a stall; FILE.1 holds the stall event. */
+     * monitor has counted a stall; FILE.1 holds the stall event (or more:
+     * the monitor may look again before the dump is written, as under
+     * ThreadSanitizer, where FILE.1 once held two). */
     s = traced(path, (const char *const[]){"trace_stall_dump", "1", "knobs", "stall_us=2000", NULL});
     ASSERT_OK(usched_spawn(s, NULL, hold_cpu, s));
     ASSERT_OK(usched_wait(s));
     ASSERT_OK(usched_destroy(s));
     r = summarise(one, "stall dump");
-    ASSERT_STR_CONTAINS(r.out, " stall 1");
+    ASSERT_GE(after(r.out, " stall "), 1);
     test_run_free(r);
     unlink(one);
     unlink(mid);

@@ -19,6 +19,14 @@
  * message in err (none is left running then). */
 int bench_noise_start(int n, char *err, size_t len);
 
+/* The CPU time (seconds) the running children have had so far, from
+ * /proc/PID/schedstat; NAN when one cannot be read. The difference
+ * over a run, divided by its wall time, is how many CPUs the neighbour had
+ * beside it: a system that runs more threads than the CPUs it was given
+ * takes a larger share of the machine from the neighbour (the kernel is
+ * fair per thread), and that share says so. */
+double bench_noise_cpu_s(void);
+
 /* Kills and reaps the children; safe to call twice. */
 void bench_noise_stop(void);
 

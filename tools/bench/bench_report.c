@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -118,6 +119,12 @@ void bench_json_run(const struct variant *v, int run, double value, const uint64
     else
         printf("%.6g", value);
     printf(",\"unit\":\"%s\",\"higher_is_better\":%s", unit(), higher_better() ? "true" : "false");
+    if (B.c->noise && !skipped) {
+        if (isnan(v->noise_cpus[run]))
+            printf(",\"noise_cpus\":null");
+        else
+            printf(",\"noise_cpus\":%.3f", v->noise_cpus[run]);
+    }
     if (B.probe && !skipped) {
         if (isnan(v->xfer[run]))
             printf(",\"xfer_ns\":null");
@@ -162,6 +169,12 @@ void bench_report_run(const struct variant *v, int run, double value, const char
             printf("  cross-CPU round trip before the run: not measured (its threads could not start, or it took over 1 s)\n");
         else
             printf("  cross-CPU round trip before the run: %.0f ns\n", v->xfer[run]);
+    }
+    if (B.c->noise) {
+        if (isnan(v->noise_cpus[run]))
+            printf("  busy processes beside the run: their CPU time could not be read\n");
+        else
+            printf("  busy processes beside the run: %.2f CPUs\n", v->noise_cpus[run]);
     }
     fflush(stdout);
 }
@@ -422,11 +435,36 @@ static void print_peers(void)
     }
 }
 
+/* With --noise: how many CPUs the busy processes had beside each variant,
+ * so that a system that wins by taking the neighbour's share shows it. */
+static void print_noise(void)
+{
+    if (!B.c->noise) return;
+    int w = label_width();
+    printf("\nCPUs the %d busy process%s had beside each variant (CPU time over the run's wall time,\n"
+           "setup included; median of the runs; this machine has %ld online):\n",
+           B.c->noise, B.c->noise == 1 ? "" : "es", sysconf(_SC_NPROCESSORS_ONLN));
+    for (int i = 0; i < B.nv; i++) {
+        const struct variant *v = &B.v[i];
+        if (v->skipped) continue;
+        double x[v->nvalues > 0 ? v->nvalues : 1];
+        int n = 0;
+        for (int r = 0; r < v->nvalues; r++)
+            if (!isnan(v->noise_cpus[r])) x[n++] = v->noise_cpus[r];
+        if (!n) {
+            printf("%-*s  not read\n", w, v->label);
+            continue;
+        }
+        printf("%-*s  %.2f\n", w, v->label, median_of(x, n));
+    }
+}
+
 void bench_report(void)
 {
     print_summary();
     print_seed();
     print_xfer();
+    print_noise();
     print_counters();
     if (B.c->peers) print_peers();
 }

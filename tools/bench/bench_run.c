@@ -176,6 +176,15 @@ static int fresh_child(void)
     return ok && rec.ok ? 0 : 1;
 }
 
+/* With --noise, at the end of run `run` of v: the CPUs the busy processes
+ * had during it (bench_noise.h), before its lines are printed. */
+static void noise_share(struct variant *v, int run)
+{
+    if (!B.c->noise) return;
+    double c1 = bench_noise_cpu_s(), dt = bench_now() - B.noise_t0;
+    v->noise_cpus[run] = isnan(c1) || isnan(B.noise_c0) || dt <= 0 ? NAN : (c1 - B.noise_c0) / dt;
+}
+
 /* Runs the workload once on a new scheduler (in this process, or in a new
  * one for a fresh variant); exits 1 on a failure. */
 static void run_usched(struct variant *v, int run)
@@ -190,6 +199,7 @@ static void run_usched(struct variant *v, int run)
         measure_fresh(v, run, &rec, c);
     else
         measure_here(v, run, &rec, c);
+    noise_share(v, run);
     v->ncpus = rec.ncpus;
     for (int i = 0; i < B.ncounters; i++) v->counters[i] += c[i];
     v->lat[run] = rec.lat;
@@ -258,6 +268,7 @@ static void run_peer(struct variant *v, int run)
         B.c->wl->systems->run(B.peers_dir, v->peer, &B.c->p, &out);
     else
         bench_peer_run(B.peers_dir, v->peer, argv, &want, &out);
+    noise_share(v, run);
     if (out.status == BENCH_PEER_SKIPPED) {
         snprintf(v->why, sizeof v->why, "%s", out.msg);
         v->skipped = true;
@@ -298,7 +309,8 @@ static int run_point(const char *server_cpus)
         if (!v->peer) v->lat = calloc((size_t)c->runs, sizeof *v->lat);
         v->values = calloc((size_t)c->runs, sizeof *v->values);
         v->xfer = calloc((size_t)c->runs, sizeof *v->xfer);
-        if ((!v->peer && (!v->counters || !v->lat)) || !v->values || !v->xfer) {
+        v->noise_cpus = calloc((size_t)c->runs, sizeof *v->noise_cpus);
+        if ((!v->peer && (!v->counters || !v->lat)) || !v->values || !v->xfer || !v->noise_cpus) {
             fputs("usched bench: out of memory\n", stderr);
             return 1;
         }
@@ -334,6 +346,10 @@ static int run_point(const char *server_cpus)
             /* Between runs, on a machine otherwise as quiet as the runs
              * leave it: 10,000 round trips, 1-4 ms here. */
             v->xfer[r] = B.probe ? bench_xfer_probe(B.xa, B.xb, 10000) : NAN;
+            if (c->noise) {
+                B.noise_c0 = bench_noise_cpu_s();
+                B.noise_t0 = bench_now();
+            }
             if (v->peer)
                 run_peer(v, r);
             else

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_net.h"
@@ -224,6 +225,26 @@ static int pg_start(struct bench_proc *srv, int *port, struct bench_peer_out *ou
         bench_proc_read(srv, tail, sizeof tail, bench_now() + 0.5);
         bench_proc_stop(srv);
         verdict(out, BENCH_PEER_FAILED, "postgres did not start: %.200s", tail);
+        return -1;
+    }
+    /* The postmaster listens before it accepts: while it starts up (after
+     * a stop that ran out of time, it replays its log first) a connection
+     * is refused with "the database system is starting up". pg_isready
+     * answers 0 once it accepts, 1 while it rejects. */
+    char ready[256], log[512];
+    snprintf(ready, sizeof ready, "%s/pg_isready", pg.bin);
+    char *rargv[] = {ready, "-q", "-h", "127.0.0.1", "-p", portbuf, "-U", "postgres", "-t", "5", NULL};
+    int rc = -1;
+    for (double deadline = bench_now() + 60; bench_now() < deadline;) {
+        if ((rc = bench_proc_run(rargv, false, log, sizeof log)) != 1) break;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc != 0) {
+        char tail[512] = "";
+        bench_proc_read(srv, tail, sizeof tail, bench_now() + 0.5);
+        bench_proc_stop(srv);
+        verdict(out, BENCH_PEER_FAILED, "postgres did not accept connections (pg_isready: %d): %.200s", rc, tail);
         return -1;
     }
     return 0;

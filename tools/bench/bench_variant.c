@@ -234,6 +234,7 @@ void bench_variants_free(void)
         free(B.v[i].counters);
         free(B.v[i].lat);
         free(B.v[i].xfer);
+        free(B.v[i].noise_cpus);
     }
     free(B.v);
     B.v = NULL;

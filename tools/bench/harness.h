@@ -27,6 +27,8 @@ struct variant {
     uint64_t *counters;         /* summed over runs, usched_stat_count() of them */
     struct usched_wakelat *lat; /* wake-up latency per run (usched variants) */
     double *xfer;               /* per run: the cross-CPU probe before it (ns; NAN: none) */
+    double *noise_cpus;         /* per run, with --noise: the CPUs the busy processes had
+                                   (their CPU time over the run's wall time; NAN: not read) */
     int ncpus;
 };
 
@@ -45,6 +47,8 @@ struct bench_state {
     int total_runs, done_runs;
     bool probe; /* the cross-CPU probe before each run (bench_xfer.h) */
     int xa, xb; /* ... between these CPUs */
+    double noise_c0, noise_t0; /* with --noise: the busy processes' CPU time and the clock at
+                                  the start of the current run */
 };
 extern struct bench_state B;
 

@@ -135,6 +135,24 @@ static bool process_runs(long pid)
     return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
+/* A program creates its segment file (shm_open), then sizes and maps it: for
+ * a moment its file exists and it maps nothing. A file of a running process
+ * is judged by its mapping only once it is this old (its mtime: set by the
+ * creation and the sizing). */
+#define STALE_GRACE_S 10
+
+/* The segment file (d_name form) was created or sized less than
+ * STALE_GRACE_S ago (or cannot be read: then it is left alone too). */
+static bool segment_young(const char *file)
+{
+    char p[300];
+    snprintf(p, sizeof p, SHM_DIR "/%s", file);
+    struct stat st;
+    struct timespec now;
+    if (stat(p, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0) return true;
+    return now.tv_sec - st.st_mtim.tv_sec < STALE_GRACE_S;
+}
+
 /* Why the segment file of process pid is stale, or NULL when it is not. */
 static const char *stale_reason(long pid, const char *file, char *buf, size_t len)
 {
@@ -142,7 +160,7 @@ static const char *stale_reason(long pid, const char *file, char *buf, size_t le
         snprintf(buf, len, "process %ld is gone (killed, or it exited without usched_destroy)", pid);
         return buf;
     }
-    if (maps_segment(pid, file) == 0) {
+    if (!segment_young(file) && maps_segment(pid, file) == 0) {
         snprintf(buf, len, "process %ld does not map it (the PID now names another program)", pid);
         return buf;
     }

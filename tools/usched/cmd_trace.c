@@ -287,14 +287,29 @@ static void bracket(FILE *f, double x, double y0, double y1, const char *label)
 
 /* ---- JSON (Chrome trace) ------------------------------------------------------------- */
 
-/* Where a CPU's JSON goes: after its open run, or straight to the file. */
+/* Where a CPU's JSON goes: after its open run or park (whose slice is
+ * written when it ends, with its start time: an instant written before it
+ * would stand ahead of it in the file, out of time order - a stall the
+ * monitor saw on a CPU whose trace shows it parked), or straight to the
+ * file. */
 static FILE *jout(struct ctx *c, int cpu)
 {
-    if (cpu < 0 || cpu >= c->n || !c->cpu[cpu].running) return c->json;
+    if (cpu < 0 || cpu >= c->n || !(c->cpu[cpu].running || c->cpu[cpu].parked)) return c->json;
     struct tcpu *p = &c->cpu[cpu];
     if (!p->pend) p->pend = open_memstream(&p->pbuf, &p->plen);
     if (!p->pend) c->oom = true;
     return p->pend ? p->pend : c->json;
+}
+
+/* The events buffered during a CPU's run or park, after its slice. */
+static void jflush(struct tcpu *p, FILE *f)
+{
+    if (!p->pend) return;
+    fclose(p->pend);
+    p->pend = NULL;
+    fwrite(p->pbuf, 1, p->plen, f);
+    free(p->pbuf);
+    p->pbuf = NULL;
 }
 
 static void jts(FILE *f, const struct ctx *c, uint64_t ns)
@@ -389,13 +404,7 @@ static void json_run(struct ctx *c, const struct run *r, const struct fib *fb)
         jopen(c, f, "f", "wake", r->cpu, r->ts);
         fprintf(f, ",\"bp\":\"e\",\"name\":\"wake\",\"id\":%llu}", (unsigned long long)r->flow);
     }
-    if (p->pend) { /* what happened on the CPU during the run */
-        fclose(p->pend);
-        p->pend = NULL;
-        fwrite(p->pbuf, 1, p->plen, f);
-        free(p->pbuf);
-        p->pbuf = NULL;
-    }
+    jflush(p, f); /* what happened on the CPU during the run */
 }
 
 /* ---- SVG --------------------------------------------------------------------------------- */
@@ -652,6 +661,7 @@ static void finish_park(struct ctx *c, struct tcpu *p, uint64_t end)
         fprintf(c->json, ",\"dur\":%llu.%03u,\"name\":\"%s\"}", (unsigned long long)((end - a) / 1000),
                 (unsigned)((end - a) % 1000), p->park_poll ? "parked (I/O poller)" : "parked");
     }
+    if (c->json) jflush(p, c->json); /* what happened on the CPU during the park */
     /* The summary's parked time lies within the work: from the first run on
      * (the tail after the last run is taken off at the end). */
     if (!c->first_run) return;
@@ -672,6 +682,7 @@ static bool same_llc(const struct ctx *c, int x, int y)
 static void start_run(struct ctx *c, const struct tr_ev *e)
 {
     struct tcpu *p = &c->cpu[e->cpu];
+    if (p->parked) finish_park(c, p, e->ns); /* its unpark was not recorded (dropped) */
     if (p->running) { /* its stop was not recorded (dropped) */
         p->run.dur = e->ns - p->run.ts;
         p->run.end = 0;
