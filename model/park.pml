@@ -157,6 +157,43 @@ byte cflips = NCF;
 #define CONT(c) 0
 #endif
 
+#ifdef PACK
+/* Packing (monitor.c, K1-K5): a packed CPU takes no new work (a placement
+ * that names it goes to an unpacked CPU, K2), wakep passes it over (K3),
+ * and it neither steals nor takes from the global queue (K4): it runs its
+ * own queues and parks. The monitor packs a CPU at any moment while no
+ * CPU stalls and another stays unpacked, and unpacks it at any moment,
+ * kicking it (NPF such changes in a run: any timing of its looks); a look
+ * that sees a stall unpacks every CPU and kicks it (pack_look). */
+#if defined(IO) || defined(TIMERS)
+#error "PACK is for the configurations without the I/O poller and timers"
+#endif
+#ifndef NPF
+#define NPF 2                   /* packings and unpackings in a run */
+#endif
+bool packed[N];                 /* w->packed */
+byte pflips = NPF;
+bool pk_seen, pquiet;           /* the monitor's liveness check (below) */
+#define PK(c) packed[c]
+/* What a packed CPU would take unpacked, as work_visible looks (K4). */
+#if N == 2
+#define PKSEES(i) (gq > 0 || STEAL(i, 0) || STEAL(i, 1))
+#define PKSTUCK ((ISPARKED(0) && packed[0] && PKSEES(0)) || (ISPARKED(1) && packed[1] && PKSEES(1)))
+#else
+#define PKSEES(i) (gq > 0 || STEAL(i, 0) || STEAL(i, 1) || STEAL(i, 2))
+#define PKSTUCK ((ISPARKED(0) && packed[0] && PKSEES(0)) || (ISPARKED(1) && packed[1] && PKSEES(1)) || \
+                 (ISPARKED(2) && packed[2] && PKSEES(2)))
+#endif
+
+#else
+#define PK(c) 0
+#endif
+#if N == 2
+#define ANYHOG (hogging[0] || hogging[1])
+#else
+#define ANYHOG (hogging[0] || hogging[1] || hogging[2])
+#endif
+
 #ifdef STOP
 /* Shutdown (api.c, usched_destroy): once no fiber is live, the destroying
  * thread stores `stopping` and wakes every worker (park.c,
@@ -282,10 +319,10 @@ hidden byte lv;                 /* this look leaves the victims it may (try_all)
 inline work_visible(me, r)
 {
     d_step {
-        r = (OWN(me) > 0 || gq > 0);
+        r = (OWN(me) > 0 || (gq > 0 && !PK(me)));
         c = 0;
         do
-        :: c < N -> r = r || STEAL(me, c); c++
+        :: c < N -> r = r || (STEAL(me, c) && !PK(me)); c++
         :: else -> break
         od;
         c = 0
@@ -322,10 +359,10 @@ inline work_visible_cheap(me, r)
 inline work_visible_rest(me, r)
 {
     d_step {
-        r = (OWN(me) > 0 || gq > 0);
+        r = (OWN(me) > 0 || (gq > 0 && !PK(me)));
         c = 0;
         do
-        :: c < N -> r = r || (STEAL(me, c) && !hogging[c]); c++
+        :: c < N -> r = r || (STEAL(me, c) && !hogging[c] && !PK(me)); c++
         :: else -> break
         od;
         c = 0
@@ -441,12 +478,12 @@ inline try_look(me, got)
                     :: else -> if
                         :: ring[me] > 0 -> ring[me]--; SRC(W_RING(me))
                         :: else -> if
-                            :: gq > 0 -> gq--; SRC(W_GQ)
+                            :: gq > 0 && !PK(me) -> gq--; SRC(W_GQ)
                             :: else ->
                                 got = 0;
                                 c = 0;
                                 do
-                                :: c < N && !got ->
+                                :: c < N && !got && !PK(me) ->
                                     if
                                     :: c != me && !LEFT(c) && ring[c] > 0 -> ring[c]--; got = 1; SRC(W_RING(c))
                                     :: c != me && !LEFT(c) && ring[c] == 0 && NXT_STEALABLE(c) ->
@@ -594,9 +631,9 @@ inline wakep_body(ok)
             w = 0;
             do
             :: w < N && !ok -> if
-                               :: ISPARKED(w) && !CONT(w) -> wake_parked(w, ok)
+                               :: ISPARKED(w) && !CONT(w) && !PK(w) -> wake_parked(w, ok)
 #ifdef CONTEND
-                               :: ISPARKED(w) && CONT(w) -> skp = 1
+                               :: ISPARKED(w) && CONT(w) && !PK(w) -> skp = 1
 #endif
                                :: else -> skip
                                fi;
@@ -613,7 +650,7 @@ inline wakep_body(ok)
             :: !ok && skp ->
                 do
                 :: w < N && !ok -> if
-                                   :: ISPARKED(w) -> wake_parked(w, ok)
+                                   :: ISPARKED(w) && !PK(w) -> wake_parked(w, ok)
                                    :: else -> skip
                                    fi;
                                    w++
@@ -635,9 +672,9 @@ inline wakep_body(ok)
                 do
                 :: w < N && !ok -> if
 #ifdef MUT_C3
-                                   :: ISPARKED(w) && !CONT(w) -> wake_parked(w, ok)
+                                   :: ISPARKED(w) && !CONT(w) && !PK(w) -> wake_parked(w, ok)
 #else
-                                   :: ISPARKED(w) -> wake_parked(w, ok)
+                                   :: ISPARKED(w) && !PK(w) -> wake_parked(w, ok)
 #endif
                                    :: else -> skip
                                    fi;
@@ -788,6 +825,27 @@ inline slot_put(me, f)
 #define WAKING0 atomic { waking = 0; was = 0 }
 #else
 #define WAKING0 waking = 0
+#endif
+
+#ifdef PACK
+/* K2: a placement that names a packed CPU goes to an unpacked one (the
+ * CPU may be packed after this look: then the fiber is its own work). */
+inline STANDIN(t)
+{
+    atomic {
+        if
+        :: packed[t] ->
+            t = 0;
+            do
+            :: t < N - 1 && packed[t] -> t++
+            :: else -> break
+            od
+        :: else -> skip
+        fi
+    }
+}
+#else
+#define STANDIN(t) skip
 #endif
 
 proctype worker(byte me)
@@ -949,6 +1007,17 @@ decided:    skip
 #ifdef MUT_P3
         vis = 0;
 #endif
+#ifdef PACK
+        /* K4: packed, it parks beside the work of others (P3 left it out)
+         * but wakes an unpacked CPU for it [model: PKW]: a waker may have
+         * left the wake-up to it as a spinner (it was packed mid-spin) */
+#ifndef MUT_PKW
+        if
+        :: !vis && PK(me) && PKSEES(me) -> wakep(me, ok); ok = 0
+        :: else -> skip
+        fi;
+#endif
+#endif
 #if defined(STOP) && !defined(MUT_STP)
         /* P3 counts the scheduler stopping as work seen: a worker that
          * stored PARKED after the destroyer's store of RUNNING would
@@ -1084,6 +1153,7 @@ exec:
         :: /* W1-W3: a wake-up into another CPU's inbox [model: W2]:
             * the push is a seq_cst exchange, so W3's load follows it */
             UNB select(t : 0 .. N - 1);
+            STANDIN(t);
             if
             :: t != me ->
                 handoff = 1;
@@ -1115,6 +1185,7 @@ exec:
                 :: else -> t = me; break
                 od
             };
+            STANDIN(t);
             d_step { gq++ NPUT(hf, W_GQ) };
             if
             :: t != me ->
@@ -1315,6 +1386,16 @@ proctype monitor()
            od;
            quiet = 0;
 #endif
+#ifdef PACK
+           /* A look that follows a state at rest: no CPU was packed and
+            * parked beside work it would take unpacked (queued behind a
+            * stalled CPU: at rest every awake CPU is one) through the
+            * whole period before it, since the state at rest before the
+            * last look. Then what is so now. */
+           assert(!(pquiet && pk_seen && PKSTUCK));
+           pk_seen = pquiet && PKSTUCK;
+           pquiet = 0;
+#endif
            i = 0;
            do
            :: i < N && !(hogging[i] && (inbox[i] > 0 || nxt[i] > 0 || ring[i] > 0 || MSERVE(i))) && !C4SERVE(i) -> i++
@@ -1378,6 +1459,31 @@ proctype monitor()
         :: else -> skip
         fi;
         i = 0;
+#ifdef PACK
+        /* K1: a stall unpacks every CPU [model: PKS] and kicks it
+         * [model: PKU] (pack_look): M5's wakep just passed it over */
+#ifndef MUT_PKS
+        if
+        :: ANYHOG ->
+            do
+            :: i < N ->
+                if
+                :: packed[i] ->
+                    packed[i] = 0;
+#ifndef MUT_PKU
+                    kick(i, ok);
+#endif
+                    ok = 0
+                :: else -> skip
+                fi;
+                i++
+            :: else -> break
+            od;
+            i = 0
+        :: else -> skip
+        fi;
+#endif
+#endif
         if
         :: nparked == N ->
             mon_idle = 1;                                     /* M1 */
@@ -1395,6 +1501,8 @@ end_period:
             if
 #if defined(IO) || defined(TIMERS)
             :: timeout -> quiet = 1
+#elif defined(PACK)
+            :: timeout -> pquiet = 1
 #else
             :: timeout
 #endif
@@ -1496,6 +1604,35 @@ proctype verdict()
 end_verdict:
     do
     :: atomic { cflips > 0 -> cflips--; select(c : 0 .. N - 1); contended[c] = !contended[c]; c = 0 }
+    od
+}
+#endif
+
+#ifdef PACK
+/* The monitor's packing decisions (K1), at any moment: a CPU packed while
+ * no CPU stalls and another stays unpacked; a CPU unpacked, and kicked. */
+proctype packer()
+{
+    byte c, d;
+    bool ok;
+end_packer:
+    do
+    :: atomic {
+           pflips > 0 && !ANYHOG -> pflips--; select(c : 0 .. N - 1);
+           d = 0;
+           do
+           :: d < N && (d == c || packed[d]) -> d++
+           :: else -> break
+           od;
+           if :: d < N -> packed[c] = 1 :: else -> skip fi;
+           c = 0; d = 0
+       }
+    :: atomic { pflips > 0 -> pflips--; select(c : 0 .. N - 1) };
+       if
+       :: packed[c] -> packed[c] = 0; kick(c, ok)
+       :: else -> skip
+       fi;
+       c = 0; ok = 0
     od
 }
 #endif
@@ -1632,6 +1769,9 @@ init
 #endif
 #ifdef CONTEND
         run verdict();
+#endif
+#ifdef PACK
+        run packer();
 #endif
 #ifndef NO_OUTSIDE
         run outside();

@@ -121,6 +121,10 @@ bmon    full -DNAMED -DBOUND -DNF=2 -DNHOG=1 -DNEARLY=0
 bound4  mut  -DNAMED -DBOUND -DNF=4 -DBOUNDF=2 -DNHOG=0
 c4      ci   -DNAMED -DBOUND -DCONTEND -DC4 -DNF=1 -DNCF=1 -DNHOG=0 -DNO_OUTSIDE -DNEARLY=1
 monsh   ci   -DIO -DIO_SHARED -DNIO=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
+pack    ci   -DPACK -DNF=1 -DNHOG=1 -DNEARLY=0 -DSPAWNS_ONLY -DNO_OUTSIDE
+packb   ci   -DPACK -DNAMED -DBOUND -DNF=1 -DNHOG=1 -DNEARLY=0 -DNO_OUTSIDE
+packx   full -DPACK -DNF=2 -DNHOG=1 -DNEARLY=0 -DSPAWNS_ONLY -DNO_OUTSIDE
+pack3   mut  -DN=3 -DPACK -DNPF=1 -DNF=1 -DNHOG=1 -DNEARLY=0 -DSPAWNS_ONLY -DNO_OUTSIDE
 '
 # Configurations where the code as it is today must give a counterexample:
 # a lost wake-up the model found (docs/model.md, "What the model found")
@@ -168,6 +172,9 @@ BST bound
 BMV bmon
 BRG bound4
 BKH c4
+PKS pack
+PKU pack
+PKW pack3
 '
 full=${MODEL_FULL:-0}
 # Memory for one search (MB): the full configurations need more, and their

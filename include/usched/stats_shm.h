@@ -84,7 +84,8 @@ struct usched_stats_shm_cpu {
     int32_t group[USCHED_STATS_SHM_MAX_LEVELS]; /* its group at each level (level names) */
     /* rewritten under seq */
     uint32_t state;          /* enum usched_stats_shm_state */
-    uint32_t contended;      /* 1: the kernel keeps it waiting for its CPU (docs/monitor.md) */
+    uint32_t contended;      /* 1: the kernel keeps it waiting for its CPU, 2: and it is packed
+                                (takes no new work) (docs/monitor.md) */
     uint32_t runq;           /* fibers in its run queue */
     uint32_t inbox;          /* fibers in its inbox */
     uint32_t next;           /* 1: its next slot holds a fiber */

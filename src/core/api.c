@@ -294,6 +294,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
         w->rng = 0x9e3779b9u * (unsigned)(c + 1);
         w->lat_rng = w->rng ^ 0x5bd1e995u;
         w->lat_left = 1; /* the first wake-up it decides is measured (worker.h) */
+        atomic_init(&w->pack_to, c); /* its own CPU until it is packed (monitor.c, K1) */
         usched__ring_init(&w->ring);
         /* One CPU: no thief, and the monitor leaves a stalled CPU's ring
          * alone (monitor.c, move_queues): its owner alone consumes it. */

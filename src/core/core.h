@@ -122,6 +122,12 @@ struct usched {
         _Atomic uint32_t waking;   /* a wakep wake-up is in flight */
     } park __attribute__((aligned(64)));
 
+    /* ---- packing (monitor.c, K1-K5): the monitor writes it when a worker
+     * is packed or unpacked, placement reads it at every decision ---- */
+    struct {
+        _Atomic uint32_t n; /* workers packed */
+    } pack __attribute__((aligned(64)));
+
     /* ---- fibers alive (retire.h and fiber.c, L1-L4): any thread that
      * spawns, any worker that retires a fiber, and usched_wait ---- */
     struct {

@@ -105,6 +105,8 @@ enum { USCHED__IO_POLLER_SHARED = 0, USCHED__IO_POLLER_PERCPU = 1 };
       "run delay, in percent of the time between two looks, above which the monitor counts a worker as contended (0 = off; docs/monitor.md)") \
     X(contend_pin, KNOB_INT, 1, 0, 1, 1, "all",                                  \
       "1: widen a contended pinned worker's affinity, until it is uncontended, to the CPUs of its LLC with no worker or an uncontended one; 0: keep it pinned (docs/monitor.md)") \
+    X(contend_pack, KNOB_INT, 1, 0, 1, 1, "all",                                 \
+      "1: while the uncontended workers have room for all the work, the contended ones take none (they are packed; docs/monitor.md); 0: off") \
     X(preempt_us, KNOB_INT, -1, -1, 10000000, 0, "all",                           \
       "microseconds a fiber may run while other work waits for its CPU before it is preempted (-1 = the policy's slice, 0 = off; docs/preempt.md)") \
     X(preempt_sig, KNOB_INT, 23, 1, 64, 0, "all",                                \

@@ -159,19 +159,24 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
     /* Contended CPUs (monitor.c, C3) last: the kernel runs them late; the
      * second pass wakes one when no uncontended CPU is parked [model: C3]
      * (the look after clearing `waking`, WP3, would also wake it). */
-    bool skipped = false;
+    bool skipped = false, packed = false;
     for (int calm = 1; calm >= 0; calm--) {
         for (int whole = usched__idle_smt_rule(s); whole >= 0; whole--) {
             for (int i = 0; i < n; i++) {
                 int c = order ? order[i] : i;
                 uint32_t st = atomic_load_explicit(&s->wk[c]->state, memory_order_relaxed);
                 if (st != WK_PARKED && st != WK_PARKED_POLL) continue;
+                if (usched__wk_packed(s->wk[c])) { /* K3 (monitor.c) */
+                    packed = true;
+                    continue;
+                }
                 if (whole && !usched__idlemask_test(&s->idle_cores, c)) continue;
                 if (calm && usched__wk_contended(s->wk[c])) {
                     skipped = true;
                     continue;
                 }
                 if (usched__wk_wake_parked(s, from, c)) { /* the woken worker clears s->park.waking */
+                    if (packed) usched__stat_inc(from, s, USCHED_STAT_contend_pack_skips);
                     if (whole) usched__stat_inc(from, s, USCHED_STAT_wake_idle_core);
                     if (calm && skipped) usched__stat_inc(from, s, USCHED_STAT_contend_wake_skips);
                     return true;
@@ -181,6 +186,7 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
         if (!skipped) break;
     }
     atomic_store(&s->park.waking, 0);
+    if (packed) usched__stat_inc(from, s, USCHED_STAT_contend_pack_skips);
     /* WP3 [model: WP3]: a CPU that stored PARKED after the scan above (its
      * nparked++ came first, so this call went on) re-checked the queues
      * before another waker published its fiber; that waker then saw
@@ -193,7 +199,9 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
     for (int i = 0; i < n; i++) {
         int c = order ? order[i] : i;
         uint32_t st = atomic_load_explicit(&s->wk[c]->state, memory_order_seq_cst);
-        if ((st == WK_PARKED || st == WK_PARKED_POLL) && usched__wk_wake_parked(s, from, c)) return true;
+        if ((st == WK_PARKED || st == WK_PARKED_POLL) && !usched__wk_packed(s->wk[c]) /* K3 */ &&
+            usched__wk_wake_parked(s, from, c))
+            return true;
     }
     return false;
 }

@@ -78,7 +78,7 @@ static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int w
 int usched__place_home(usched_t *s, struct usched__wk *me, int fd, unsigned flags, int packet, int home)
 {
     int rule = packet >= 0 ? packet : me->cpu;
-    if (!s->ops->io_home) return rule;
+    if (!s->ops->io_home) return usched__wk_packed(s->wk[rule]) ? usched__wk_pack_to(s->wk[rule]) : rule; /* K5 */
     struct usched_home_args a = {.size = sizeof a, .flags = flags, .fd = fd, .packet_cpu = packet,
                                  .fiber_cpu = me->cpu, .home = home};
     atomic_fetch_add_explicit(&me->nopreempt, 1, memory_order_relaxed); /* P3 (preempt_sig.c) */
@@ -88,7 +88,9 @@ int usched__place_home(usched_t *s, struct usched__wk *me, int fd, unsigned flag
         usched__pol_warn(s, "returned a home out of range (cpu %d)", c);
         c = -1;
     }
-    return c < 0 ? rule : c;
+    if (c < 0) c = rule;
+    /* K5 (monitor.c): never a packed CPU, its stand-in instead */
+    return usched__wk_packed(s->wk[c]) ? usched__wk_pack_to(s->wk[c]) : c;
 }
 
 /* The decision: where t goes, and why. */
@@ -135,6 +137,12 @@ static struct usched_select_result decide(usched_t *s, struct usched__wk *self, 
         if (r.slot != USCHED_SLOT_SHARED) r.slot = USCHED_SLOT_TAIL;
         usched__stat_inc(self, s, USCHED_STAT_pol_fallback);
     }
+    /* K2 (monitor.c): a packed CPU takes no new work; its stand-in does. */
+    if (__builtin_expect(atomic_load_explicit(&s->pack.n, memory_order_relaxed) != 0, 0) &&
+        usched__wk_packed(s->wk[r.cpu])) {
+        r.cpu = usched__wk_pack_to(s->wk[r.cpu]);
+        usched__stat_inc(self, s, USCHED_STAT_contend_pack_moved);
+    }
     return r;
 }
 
@@ -173,7 +181,7 @@ static bool reuse_ok(usched_t *s, struct usched__wk *self, const struct usched_t
         t->memo_gen != atomic_load_explicit(&s->knobs.gen, memory_order_relaxed) ||
         atomic_load_explicit(&self->next, memory_order_relaxed) || !usched__ring_empty_owner(&self->ring) ||
         atomic_load_explicit(&self->inbox_n, memory_order_relaxed) ||
-        atomic_load_explicit(&self->nbound, memory_order_relaxed))
+        atomic_load_explicit(&self->nbound, memory_order_relaxed) || usched__wk_packed(self) /* K2 */)
         return false;
     *beside_busy = usched__idle_beside_busy(s, self->cpu, -1);
     return !(*beside_busy && usched__knob_get(&s->knobs, USCHED_KNOB_smt));

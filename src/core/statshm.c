@@ -208,7 +208,7 @@ void usched__statshm_publish(struct usched__statshm *m, struct usched *s, bool f
                    : st == WK_PARKED_POLL ? USCHED_STATS_SHM_POLLER
                    : running              ? USCHED_STATS_SHM_RUNNING
                                           : USCHED_STATS_SHM_SPINNING;
-        r->contended = usched__wk_contended(w);
+        r->contended = usched__wk_packed(w) ? 2 : usched__wk_contended(w);
         r->runq = usched__ring_len(&w->ring);
         int32_t inbox = atomic_load_explicit(&w->inbox_n, memory_order_relaxed);
         r->inbox = inbox > 0 ? (uint32_t)inbox : 0;

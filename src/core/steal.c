@@ -83,6 +83,7 @@ static bool defer(usched_t *s, struct usched__wk *w)
 struct usched_task *usched__gq_pull(usched_t *s, struct usched__wk *w)
 {
     if (atomic_load_explicit(&s->gq.n, memory_order_acquire) == 0) return NULL;
+    if (usched__wk_packed(w)) return NULL; /* K4 (monitor.c): for the CPUs that are not packed */
     if (defer_counted(s, w, USCHED_STAT_global_deferred)) return NULL;
     struct usched_task *t = usched__gq_pop_locked(s);
     if (!t) return NULL;
@@ -335,11 +336,29 @@ static bool cheap_nap(usched_t *s, struct usched__wk *w)
     return true;
 }
 
+/* Work in the global queue or on other CPUs that w could take. */
+static bool others_visible(usched_t *s, struct usched__wk *w);
+
 bool usched__work_visible(usched_t *s, struct usched__wk *w)
 {
     if (!usched__inbox_empty(&w->inbox) || atomic_load(&w->next) || usched__ring_len(&w->ring) ||
-        w->bound_head || atomic_load(&s->gq.n))
+        w->bound_head)
         return true;
+    if (!usched__wk_packed(w)) return others_visible(s, w);
+    /* K4 (monitor.c): a packed CPU leaves the global queue and others' work
+     * to the CPUs that are not, and parks beside it: their owners run it,
+     * and the monitor unpacks it, and kicks it, if one stalls. It wakes an
+     * unpacked CPU for that work first [model: PKW]: a waker that saw it
+     * spinning left the wake-up to it (it was packed mid-spin), and an
+     * unpacked CPU may have parked since, its P3 before the waker's
+     * store. */
+    if (others_visible(s, w)) usched__wk_wakep(s, w, w->cpu);
+    return false;
+}
+
+static bool others_visible(usched_t *s, struct usched__wk *w)
+{
+    if (atomic_load(&s->gq.n)) return true;
     if (!usched__may_steal(s)) return false;
     /* The cheap-victim rule is not applied here (V3) [model: CHV]: work a
      * thief leaves to a cheap victim stays visible, so the thief does not
@@ -370,7 +389,7 @@ static struct usched_task *try_all(usched_t *s, struct usched__wk *w, bool last_
 {
     struct usched_task *t = usched__find_local(s, w);
     if (!t) t = usched__gq_pull(s, w);
-    if (!t) t = usched__steal(s, w, last_pass);
+    if (!t && !usched__wk_packed(w)) t = usched__steal(s, w, last_pass); /* K4 (monitor.c) */
     return t;
 }
 

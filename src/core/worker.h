@@ -86,6 +86,13 @@ struct usched__wk {
      * waiting for its CPU. The monitor writes it, anyone reads it (relaxed:
      * a hint for spinning and placement, never needed for correctness). */
     _Atomic uint32_t contended;
+    /* Packing (monitor.c, K1-K5): 1 while the worker is contended and the
+     * uncontended ones have room for all the work; pack_to is the CPU that
+     * stands in for it. The monitor writes both, anyone reads them
+     * (relaxed: pack_to is stored before packed, and any CPU of s is a
+     * valid stand-in). */
+    _Atomic uint32_t packed;
+    _Atomic int32_t pack_to;
     _Atomic int32_t tid; /* the worker's thread id: written once by it, read by the monitor */
     _Atomic uint32_t next_thief; /* N2: 1 while a thief or the monitor takes `next` (queue.c) */
 
@@ -168,6 +175,18 @@ _Static_assert(WK_LINE(next) == WK_LINE(cur_ran_ns) && WK_LINE(next) != WK_LINE(
 static inline bool usched__wk_contended(const struct usched__wk *w)
 {
     return atomic_load_explicit(&w->contended, memory_order_relaxed) != 0;
+}
+
+/* Packing (monitor.c, K1-K5): w takes no new work; placements go to
+ * usched__wk_pack_to(w) instead. */
+static inline bool usched__wk_packed(const struct usched__wk *w)
+{
+    return atomic_load_explicit(&w->packed, memory_order_relaxed) != 0;
+}
+
+static inline int usched__wk_pack_to(const struct usched__wk *w)
+{
+    return atomic_load_explicit(&w->pack_to, memory_order_relaxed);
 }
 
 /* Wake-up latency (trace.h): is this wake-up, decided on w (NULL: an outside

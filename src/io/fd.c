@@ -292,7 +292,8 @@ static int home_follow(struct usched__pd *pd, int fd, struct usched__io *io, str
     int packet = -1;
     if (io->s->ncpus == 1) return home; /* one set: nowhere to move, nothing to sample */
     if (pd->tcp) {
-        if (++pd->sample < IO_SAMPLE_EVERY) return home;
+        /* K5 (monitor.c): homed on a packed CPU, it asks at once */
+        if (++pd->sample < IO_SAMPLE_EVERY && (home < 0 || !usched__wk_packed(io->s->wk[home]))) return home;
         pd->sample = 0;
         packet = usched__io_packet_cpu(io, fd);
     }

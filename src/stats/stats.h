@@ -90,6 +90,9 @@
     X(contend_nospin, "idle entries of a contended CPU that parked without spinning") \
     X(contend_wake_skips, "wakep wake-ups that passed over a contended parked CPU for an uncontended one") \
     X(contend_served, "looks at a contended CPU without progress whose timers and inbox the monitor served") \
+    X(contend_packs, "workers packed away (contend_pack): contended while the uncontended workers had room for all the work") \
+    X(contend_pack_moved, "placements moved off a packed CPU to the uncontended CPU standing in for it") \
+    X(contend_pack_skips, "wakep wake-ups that passed over a packed parked CPU") \
     X(contend_unpins, "contended workers whose affinity the monitor widened beyond their CPU (contend_pin=1)") \
     X(preempt_signals, "preemption signals the monitor sent to a worker whose fiber ran longer than preempt_us while other work waited") \
     X(preempts, "fibers preempted by the signal (each also counts in yields)") \

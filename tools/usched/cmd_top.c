@@ -521,9 +521,9 @@ static int print_json(const struct view *v, uint64_t now)
         for (uint32_t l = 0; l < h->nlevels; l++)
             json_object_set_new(groups, json_string_value(json_array_get(levels, l)), json_integer(r->group[l]));
         json_array_append_new(
-            cpus, json_pack("{s:i, s:i, s:o, s:s, s:b, s:i, s:i, s:i, s:i, s:I, s:o, s:o}", "cpu", (int)c, "os_cpu",
+            cpus, json_pack("{s:i, s:i, s:o, s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:I, s:o, s:o}", "cpu", (int)c, "os_cpu",
                             (int)r->os_cpu, "groups", groups, "state", state_name(r->state), "contended",
-                            r->contended != 0, "runq", (int)r->runq, "inbox", (int)r->inbox, "next", (int)r->next,
+                            r->contended != 0, "packed", r->contended == 2, "runq", (int)r->runq, "inbox", (int)r->inbox, "next", (int)r->next,
                             "bound", (int)r->bound, "fiber", (json_int_t)r->cur_id, "wake_latency",
                             json_latency(h, ln, r->lat_max), "counters", json_counters(h, st)));
     }
@@ -627,7 +627,7 @@ static void print_text(const struct view *v, const struct view *prev, uint64_t n
         fmt_rate(ev, sizeof ev, v->i_io_events, st, ps, secs);
         fmt_rate(po, sizeof po, v->i_io_polls, st, ps, secs);
         printf("    %-18s %-8s %4s %5u %5u %4u %9s %8s %8s %8s %8s %8s %8s %8s %8s\n", cpu, state_name(r->state),
-               r->contended ? "yes" : "-", r->runq, r->inbox, r->next, sw, p50, p99, lo, re, sh, so, ev, po);
+               r->contended == 2 ? "pack" : r->contended ? "yes" : "-", r->runq, r->inbox, r->next, sw, p50, p99, lo, re, sh, so, ev, po);
     }
     fflush(stdout);
 }
