@@ -98,7 +98,7 @@
  * While the uncontended workers have room for all the work, the contended
  * ones take none, as the kernel packs tasks onto fewer CPUs:
  *   K1. on each look the monitor samples whether each worker runs a fiber
- *       (util: a moving average over about PACK_AVG looks). The work fits
+ *       (util: a moving average over about 16 looks). The work fits
  *       when the sum of util over every worker is at most PACK_START_PCT
  *       percent of the number of uncontended workers (PACK_STAY_PCT once
  *       packed), with at least one worker contended and one not, and no
@@ -111,12 +111,14 @@
  *   K3. wakep passes packed parked CPUs over, in both passes and in WP3
  *       (contend_pack_skips). Work queued on an awake CPU then waits for
  *       that CPU's next scheduling point, or for the monitor: a stall
- *       unpacks every worker (K1), and the next look's serve wakes one.
- *       Nothing is lost: a packed CPU is woken by a kick for what is its
- *       own (an inbox put, a bound fiber, its timers and I/O set).
- *   K4. a packed worker does not steal (steal.c, try_all and
- *       work_visible): it runs what is its own (inbox, bound fibers, next
- *       slot, ring, the global queue, its timers, its I/O set) and parks.
+ *       unpacks every worker (K1) and kicks it, as does any unpacking.
+ *       A packed CPU is still woken by a kick for what is its own (an
+ *       inbox put, a bound fiber, its timers and I/O set).
+ *   K4. a packed worker neither steals nor takes from the global queue
+ *       (steal.c): it runs what is its own (inbox, bound fibers, next
+ *       slot, ring, its timers, its I/O set) and parks; when its P3 left
+ *       others' work out, it wakes an unpacked CPU for it first (a waker
+ *       may have counted on it as a spinner: packed mid-spin).
  *   K5. I/O homes (io_poller=percpu; place.c, fd.c): a descriptor's home
  *       is never a packed CPU (its stand-in instead), and a wait on a
  *       descriptor homed on one asks at once rather than at every
@@ -147,7 +149,7 @@
 #define CONTEND_MIN_NS 1000000ull
 
 /* K1: util is a fixed-point fraction (PACK_ONE: always running a fiber),
- * averaged over about PACK_AVG looks (80 ms at the default look); the work
+ * averaged over about 2^PACK_AVG_SHIFT looks (80 ms at the default look); the work
  * fits on the uncontended workers below PACK_START_PCT percent of their
  * number, and stays packed below PACK_STAY_PCT. Not tuned. */
 #define PACK_ONE 65536u
@@ -586,7 +588,10 @@ int usched__monitor_start(usched_t *s)
         free(m);
         return rc;
     }
-    for (int c = 0; c < s->ncpus; c++) m->cpu[c].ss_fd = -1;
+    /* K1: each worker counts as always running until looks say otherwise,
+     * so a scheduler packs only after about 2^PACK_AVG_SHIFT looks of light
+     * work (from 0, a computation beside a busy process started packed) */
+    for (int c = 0; c < s->ncpus; c++) m->cpu[c].ss_fd = -1, m->cpu[c].util = PACK_ONE;
     open_schedstat(s, m);
     m->shm = usched__statshm_create(s);
     s->mon = m;

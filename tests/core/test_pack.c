@@ -7,10 +7,11 @@
  *   packs    the work is light (a fiber that sleeps 200 us at a time keeps
  *            the monitor looking): CPU 0 becomes contended and is packed,
  *            with an uncontended CPU standing in for it (contend_packs);
- *   moved    unbound fibers spawned from outside, each sleeping 20 times,
- *            never start on CPU 0: every placement that named it went to
- *            the stand-in (contend_pack_moved counts them; how many depends
- *            on the policy, so it is printed);
+ *   moved    unbound fibers spawned from outside, each sleeping 1 ms 20
+ *            times, never start on CPU 0 while it stays packed: every
+ *            placement that named it went to the stand-in
+ *            (contend_pack_moved counts them; how many depends on the
+ *            policy, so it is printed);
  *   bound    a fiber bound to CPU 0 still runs there;
  *   room     a fiber bound to each other CPU computes (yielding, so no CPU
  *            stalls): the work no longer fits on them, CPU 0 is unpacked,
@@ -34,7 +35,7 @@
 #include "usched.h"
 
 #define BOUND_S 20.0
-#define NFIB 8
+#define NFIB 4
 #define NSLEEPS 20
 
 static usched_t *sched;
@@ -116,7 +117,7 @@ static void sleepy(void *arg)
     (void)arg;
     note_cpu();
     for (int i = 0; i < NSLEEPS; i++) {
-        ASSERT_OK(usched_sleep_ns(100 * 1000));
+        ASSERT_OK(usched_sleep_ns(1000 * 1000));
         note_cpu();
     }
 }
@@ -182,17 +183,22 @@ int main(int argc, char **argv)
     for (int c = 1; c < ncpus; c++) ASSERT(!usched__wk_packed(sched->wk[c]));
 
     /* moved: CPU 0 parked (no new evidence: the verdict stands, C1) */
-    uint64_t moved0 = stat_of("contend_pack_moved");
+    uint64_t moved0 = stat_of("contend_pack_moved"), packs0 = stat_of("contend_packs");
     for (int i = 0; i < NFIB; i++) ASSERT_OK(usched_spawn(sched, NULL, sleepy, NULL));
     ASSERT_OK(usched_wait(sched));
-    printf("moved: %d runs of %d fibers, %d on CPU 0; contend_pack_moved +%llu, contend_pack_skips %llu\n",
-           atomic_load(&runs), NFIB, atomic_load(&on_cpu0),
-           (unsigned long long)(stat_of("contend_pack_moved") - moved0),
-           (unsigned long long)stat_of("contend_pack_skips"));
     int nruns = atomic_load(&runs), ncpu0 = atomic_load(&on_cpu0);
+    uint64_t repacks = stat_of("contend_packs") - packs0;
+    printf("moved: %d runs of %d fibers, %d on CPU 0; contend_pack_moved +%llu, contend_pack_skips %llu, "
+           "contend_packs +%llu\n", nruns, NFIB, ncpu0, (unsigned long long)(stat_of("contend_pack_moved") - moved0),
+           (unsigned long long)stat_of("contend_pack_skips"), (unsigned long long)repacks);
     ASSERT(packed0());
     ASSERT_EQ(nruns, NFIB * (NSLEEPS + 1));
-    ASSERT_EQ(ncpu0, 0);
+    /* Packed throughout (a slow build, ThreadSanitizer's, can fill the
+     * other CPUs for a moment: unpacked, CPU 0 rightly took work) */
+    if (repacks == 0)
+        ASSERT_EQ(ncpu0, 0);
+    else
+        printf("moved: CPU 0 was unpacked and packed again meanwhile: its runs are not judged\n");
 
     /* bound */
     ASSERT_OK(usched_spawn_on(sched, NULL, 0, bound_fn, NULL));
