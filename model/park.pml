@@ -755,6 +755,34 @@ inline dispatch(me)
  * its own set (whoever holds the role), then, io_poller=percpu and its own
  * set empty, a set whose owner is not blocked in it (left unpolled by a
  * busy owner: IO_STEAL_AFTER_NS, any time here). */
+/* The same without its own set (percpu): a contended CPU about to park
+ * (C2), which blocks in its own set next while fibers wait on it. */
+inline poll_others(me)
+{
+    d_step {
+        nev = 0;
+#ifdef IO_SHARED
+        if
+        :: nwait[SET(me)] > 0 -> take(SET(me))
+        :: else -> skip
+        fi;
+#else
+        c = 0;
+        do
+        :: c < N && nev == 0 ->
+            if
+            :: c != me && nwait[c] > 0 && state[c] != PARKED_POLL -> take(c)
+            :: else -> skip
+            fi;
+            c++
+        :: else -> break
+        od;
+        c = 0
+#endif
+    };
+    dispatch(me)
+}
+
 inline poll_idle(me)
 {
     d_step {
@@ -903,7 +931,7 @@ decided:    skip
          * its own set; steal.c) */
         if
 #ifndef MUT_CP
-        :: nospin -> poll_idle(me)
+        :: nospin -> poll_others(me)
 #endif
         :: else -> skip
         fi;

@@ -46,9 +46,10 @@ struct usched__park_backend {
     void (*start)(struct usched *s);
     void (*fini)(struct usched *s);
     /* A busy CPU, at every pick it runs a fiber (tick and time bound);
-     * an idle one before it steals (poll: non-blocking). */
+     * an idle one before it steals (poll: non-blocking; own false: not
+     * the set w itself blocks in when it parks, io_poller=percpu). */
     void (*tick)(struct usched__wk *w);
-    void (*poll)(struct usched__wk *w);
+    void (*poll)(struct usched__wk *w, bool own);
     /* P1': may w wait in this backend? USCHED__PARK_*; renew: the last park
      * was a deferral that ran out. */
     int (*claim)(struct usched *s, struct usched__wk *w, bool renew, uint64_t *defer_until);
@@ -90,7 +91,14 @@ static inline void usched__park_io_tick(struct usched__wk *w)
 
 static inline void usched__park_io_poll(struct usched__wk *w)
 {
-    if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w);
+    if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w, true);
+}
+
+/* The same, leaving out w's own set (io_poller=percpu): for a CPU about to
+ * park, which blocks in that set when fibers wait on it. */
+static inline void usched__park_io_poll_others(struct usched__wk *w)
+{
+    if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w, false);
 }
 
 /* w is stalled: fibers wait on descriptors that no CPU will see unless one

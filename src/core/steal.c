@@ -422,10 +422,14 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
              * park claims only its own set, so without this poll readiness
              * in a stalled CPU's set (io_poller=percpu) waited until the
              * stall ended whenever every idle CPU was contended (the
-             * monitor's wake-ups found a CPU that parked again at once). */
+             * monitor's wake-ups found a CPU that parked again at once).
+             * Not of its own set (percpu): it blocks there next when fibers
+             * wait on it, and the poll found nothing there once per request
+             * of a server beside its client (tbench: a third of the system
+             * calls). */
             w->handoff = 0;
             usched__stat_add(&w->stats, USCHED_STAT_contend_nospin, 1);
-            usched__park_io_poll(w);
+            usched__park_io_poll_others(w);
         } else if (!spinning) {
             uint32_t sp = atomic_load(&s->park.nspinning);
             /* ...or if it just handed a fiber to another CPU, whose answer

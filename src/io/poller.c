@@ -351,12 +351,16 @@ static void io_tick(struct usched__wk *w)
  * pull its connections off the CPU their packets arrive on. Not tuned. */
 #define IO_STEAL_AFTER_NS 100000ull
 
-static void io_poll_idle(struct usched__wk *w)
+static void io_poll_idle(struct usched__wk *w, bool own)
 {
     usched_t *s = w->s;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io) return;
-    if (poll_nb(io, usched__io_set_of(io, w->cpu), w, IO_EVENTS_BUSY, true) || !io->percpu) return;
+    /* (percpu, not own: w blocks in its own set next, which returns what
+     * a poll would, one system call fewer) */
+    if (((own || !io->percpu) && poll_nb(io, usched__io_set_of(io, w->cpu), w, IO_EVENTS_BUSY, true)) ||
+        !io->percpu)
+        return;
     /* Idle and its own set had nothing: readiness waiting behind a busy
      * CPU, nearest first (as stealing goes). Not in a set whose owner is
      * blocked in it: the kernel wakes that one. */
