@@ -23,6 +23,13 @@
  *                2-vCPU VM, fib with --noise 1 read 30-85% per 5 ms look.
  *                Not swept.
  *   contend_pin 1  BENCHMARKS.md, "Noisy neighbour" (contend_pin=1 vs 0).
+ *   contend_pack 1  redis-benchmark against `usched serve redis`, unpinned,
+ *                on 2 CPUs: -P 16 23-34% faster packed in four interleaved
+ *                runs (1.04-1.10x redis-server, paired), -P 1 from 3.5%
+ *                slower to 27% faster; tbench, pgbench, http, echo and the
+ *                in-memory workloads quiet and beside a busy process moved
+ *                less than their noise (BENCHMARKS.md, "Packing"). Its
+ *                thresholds (70%, 85%, 16 looks) are not tuned.
  *   near_wake 1  `usched bench select` (a server pool on one request
  *                channel): cross-CPU wake-ups about 3x fewer, idle spins
  *                from thousands to tens a second; docs/sync.md. The look
