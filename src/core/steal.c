@@ -424,9 +424,8 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
              * stall ended whenever every idle CPU was contended (the
              * monitor's wake-ups found a CPU that parked again at once).
              * Not of its own set (percpu): it blocks there next when fibers
-             * wait on it, and the poll found nothing there once per request
-             * of a server beside its client (tbench: a third of the system
-             * calls). */
+             * wait on it, and that poll was a system call for nothing once
+             * per request of a server beside its client. */
             w->handoff = 0;
             usched__stat_add(&w->stats, USCHED_STAT_contend_nospin, 1);
             usched__park_io_poll_others(w);
