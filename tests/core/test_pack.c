@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     uint64_t packs = stat_of("contend_packs");
     atomic_store(&ticking, 1);
     ASSERT_OK(usched_spawn_on(sched, NULL, ncpus - 1, ticker, NULL));
-    for (int i = 0; i < 40; i++) feed(50); /* 40 looks or more: packing would have come back */
+    for (int i = 0; i < 40; i++) feed(50); /* 20 ms, 20 looks or more: packing would have come back */
     atomic_store(&ticking, 0);
     ASSERT_OK(usched_wait(sched));
     printf("off: contend_pack=0, CPU 0 contended %d, packed %d; contend_packs %llu -> %llu\n",
