@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "fake_schedstat.h"
 #include "test.h"
 #include "usched.h"
 
@@ -52,40 +53,13 @@
 #define NSLEEPS 10
 
 static usched_t *sched;
-static char dir[64];
-static uint64_t run_ns[256], delay_ns[256];
+static struct fake_ss ss;
 
 static uint64_t stat_of(const char *name)
 {
     uint64_t v = 0;
     ASSERT_OK(usched_stat(sched, name, &v));
     return v;
-}
-
-static void write_line(int cpu, const char *line)
-{
-    char path[128], tmp[128];
-    snprintf(path, sizeof path, "%s/%d", dir, cpu);
-    snprintf(tmp, sizeof tmp, "%s/.%d", dir, cpu);
-    FILE *f = fopen(tmp, "w");
-    ASSERT(f);
-    fputs(line, f);
-    ASSERT_EQ(fclose(f), 0);
-    ASSERT_EQ(rename(tmp, path), 0);
-}
-
-/* One step of fake time: 1 ms runnable per CPU, CPU c waiting pct[c] % of
- * it, for CPUs 0 .. upto-1 (the others' files are left as they are). */
-static void feed_cpus(int upto, const int *pct)
-{
-    for (int c = 0; c < upto; c++) {
-        run_ns[c] += 1000000ull * (uint64_t)(100 - pct[c]) / 100;
-        delay_ns[c] += 1000000ull * (uint64_t)pct[c] / 100;
-        char line[96];
-        snprintf(line, sizeof line, "%llu %llu 7\n", (unsigned long long)run_ns[c], (unsigned long long)delay_ns[c]);
-        write_line(c, line);
-    }
-    usleep(500);
 }
 
 static int cpu_count_of(struct usched__wk *w)
@@ -152,7 +126,7 @@ static void wait_for(int upto, const int *pct, int cpu, bool want)
     atomic_store(&feeding, 1);
     ASSERT_OK(usched_spawn_on(sched, NULL, usched_ncpus(sched) - 1, awake, NULL));
     double end = test_now() + BOUND_S;
-    while (!verdict_is(cpu, want) && test_now() < end) feed_cpus(upto, pct);
+    while (!verdict_is(cpu, want) && test_now() < end) fake_ss_feed(&ss, upto, pct);
     atomic_store(&feeding, 0);
     ASSERT_OK(usched_wait(sched));
     ASSERT(verdict_is(cpu, want));
@@ -162,7 +136,7 @@ static void wait_for(int upto, const int *pct, int cpu, bool want)
  * verdict is want. */
 static void wait_contended(int ncpus, int pct0, bool want)
 {
-    int pct[256] = {pct0};
+    int pct[FAKE_SS_MAX] = {pct0};
     wait_for(ncpus - 1, pct, 0, want);
 }
 
@@ -320,23 +294,22 @@ static void part_live(void)
 
 int main(int argc, char **argv)
 {
-    snprintf(dir, sizeof dir, "/tmp/usched-contend-XXXXXX");
-    ASSERT(mkdtemp(dir));
+    fake_ss_init(&ss, "contend");
     ASSERT_OK(usched_create(&sched));
     if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
     /* contend_pack=0: C1-C4 alone (a packed CPU is passed over by K3
      * before C3 would pass it over; core_pack tests packing) */
     ASSERT_OK(usched_set(sched, "knobs", "stall_us=2000,contend_pct=30,contend_pin=1,contend_pack=0"));
-    sched->cfg.schedstat_dir = dir;
+    sched->cfg.schedstat_dir = ss.dir;
     ASSERT_OK(usched_start(sched));
     int n = usched_ncpus(sched);
-    if (n < 2 || n > 256) {
+    if (n < 2 || n > FAKE_SS_MAX) {
         printf("skipped: %d CPUs\n", n);
         usched_destroy(sched);
-        rmdir(dir);
+        fake_ss_remove(&ss, 0);
         return 77;
     }
-    write_line(n - 1, "not a schedstat line\n");
+    fake_ss_line(&ss, n - 1, "not a schedstat line\n");
 
     /* detect */
     wait_contended(n, 50, true);
@@ -390,7 +363,7 @@ int main(int argc, char **argv)
 
     /* crowded: CPU 1 first (its file gets real lines from here), then CPU 0 */
     uint64_t unpins0 = stat_of("contend_unpins");
-    int pct[256] = {0};
+    int pct[FAKE_SS_MAX] = {0};
     pct[1] = 50;
     wait_for(2, pct, 1, true);
     pct[0] = 50;
@@ -415,7 +388,7 @@ int main(int argc, char **argv)
     } else {
         ASSERT_EQ_U(stat_of("contend_unpins"), 0);
     }
-    write_line(1, "not a schedstat line either\n");
+    fake_ss_line(&ss, 1, "not a schedstat line either\n");
     pct[0] = 0;
     wait_for(1, pct, -1, false);
     for (int c = 0; c < n; c++) ASSERT_EQ(usched__wk_contended(sched->wk[c]), false);
@@ -425,12 +398,7 @@ int main(int argc, char **argv)
     }
 
     ASSERT_OK(usched_destroy(sched));
-    char path[128];
-    for (int c = 0; c < n; c++) {
-        snprintf(path, sizeof path, "%s/%d", dir, c);
-        unlink(path);
-    }
-    ASSERT_EQ(rmdir(dir), 0);
+    fake_ss_remove(&ss, n);
     if (argc == 1) part_live();
     printf("ok\n");
     return 0;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "fake_schedstat.h"
 #include "test.h"
 #include "usched.h"
 
@@ -39,8 +40,7 @@
 #define NSLEEPS 20
 
 static usched_t *sched;
-static char dir[64];
-static uint64_t run_ns[256], delay_ns[256];
+static struct fake_ss ss;
 static int ncpus;
 
 static uint64_t stat_of(const char *name)
@@ -50,30 +50,11 @@ static uint64_t stat_of(const char *name)
     return v;
 }
 
-static void write_line(int cpu, const char *line)
-{
-    char path[128], tmp[128];
-    snprintf(path, sizeof path, "%s/%d", dir, cpu);
-    snprintf(tmp, sizeof tmp, "%s/.%d", dir, cpu);
-    FILE *f = fopen(tmp, "w");
-    ASSERT(f);
-    fputs(line, f);
-    ASSERT_EQ(fclose(f), 0);
-    ASSERT_EQ(rename(tmp, path), 0);
-}
-
-/* One step of fake time: 1 ms runnable per CPU, CPU 0 waiting pct0 % of it. */
+/* One step of fake time: CPU 0 waiting pct0 % of it, the others 0%. */
 static void feed(int pct0)
 {
-    for (int c = 0; c < ncpus; c++) {
-        int pct = c == 0 ? pct0 : 0;
-        run_ns[c] += 1000000ull * (uint64_t)(100 - pct) / 100;
-        delay_ns[c] += 1000000ull * (uint64_t)pct / 100;
-        char line[96];
-        snprintf(line, sizeof line, "%llu %llu 7\n", (unsigned long long)run_ns[c], (unsigned long long)delay_ns[c]);
-        write_line(c, line);
-    }
-    usleep(500);
+    int pct[FAKE_SS_MAX] = {pct0};
+    fake_ss_feed(&ss, ncpus, pct);
 }
 
 /* A light fiber on the last CPU while the test waits: the monitor sleeps
@@ -155,19 +136,18 @@ static void free_fn(void *arg)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    snprintf(dir, sizeof dir, "/tmp/usched-pack-XXXXXX");
-    ASSERT(mkdtemp(dir));
+    fake_ss_init(&ss, "pack");
     ASSERT_OK(usched_create(&sched));
     if (argc > 1) ASSERT_OK(usched_set(sched, "topology", argv[1]));
     /* preempt_us=0: the hogs keep their CPUs (room) */
     ASSERT_OK(usched_set(sched, "knobs", "stall_us=2000,contend_pct=30,contend_pin=0,preempt_us=0"));
-    sched->cfg.schedstat_dir = dir;
+    sched->cfg.schedstat_dir = ss.dir;
     ASSERT_OK(usched_start(sched));
     ncpus = usched_ncpus(sched);
-    if (ncpus < 2 || ncpus > 256) {
+    if (ncpus < 2 || ncpus > FAKE_SS_MAX) {
         printf("skipped: %d CPUs\n", ncpus);
         usched_destroy(sched);
-        rmdir(dir);
+        fake_ss_remove(&ss, 0);
         return 77;
     }
 
@@ -246,12 +226,7 @@ int main(int argc, char **argv)
     ASSERT_EQ_U(atomic_load(&sched->pack.n), 0);
 
     ASSERT_OK(usched_destroy(sched));
-    char path[128];
-    for (int c = 0; c < ncpus; c++) {
-        snprintf(path, sizeof path, "%s/%d", dir, c);
-        unlink(path);
-    }
-    ASSERT_EQ(rmdir(dir), 0);
+    fake_ss_remove(&ss, ncpus);
     printf("ok\n");
     return 0;
 }
