@@ -75,22 +75,28 @@ static void judge(usched_t *s, struct usched__wk *from, int cpu, int prev, int w
     }
 }
 
+/* K5 (monitor.c): CPU c, or the CPU standing in for it while it is
+ * packed. */
+static int stand_in(usched_t *s, int c)
+{
+    return usched__wk_packed(s->wk[c]) ? usched__wk_pack_to(s->wk[c]) : c;
+}
+
 int usched__place_home(usched_t *s, struct usched__wk *me, int fd, unsigned flags, int packet, int home)
 {
-    int rule = packet >= 0 ? packet : me->cpu;
-    if (!s->ops->io_home) return usched__wk_packed(s->wk[rule]) ? usched__wk_pack_to(s->wk[rule]) : rule; /* K5 */
-    struct usched_home_args a = {.size = sizeof a, .flags = flags, .fd = fd, .packet_cpu = packet,
-                                 .fiber_cpu = me->cpu, .home = home};
-    atomic_fetch_add_explicit(&me->nopreempt, 1, memory_order_relaxed); /* P3 (preempt_sig.c) */
-    int c = s->ops->io_home(&s->pol, &a);
-    atomic_fetch_sub_explicit(&me->nopreempt, 1, memory_order_relaxed);
-    if (c < -1 || c >= s->ncpus) {
-        usched__pol_warn(s, "returned a home out of range (cpu %d)", c);
-        c = -1;
+    int rule = packet >= 0 ? packet : me->cpu, c = -1;
+    if (s->ops->io_home) {
+        struct usched_home_args a = {.size = sizeof a, .flags = flags, .fd = fd, .packet_cpu = packet,
+                                     .fiber_cpu = me->cpu, .home = home};
+        atomic_fetch_add_explicit(&me->nopreempt, 1, memory_order_relaxed); /* P3 (preempt_sig.c) */
+        c = s->ops->io_home(&s->pol, &a);
+        atomic_fetch_sub_explicit(&me->nopreempt, 1, memory_order_relaxed);
+        if (c < -1 || c >= s->ncpus) {
+            usched__pol_warn(s, "returned a home out of range (cpu %d)", c);
+            c = -1;
+        }
     }
-    if (c < 0) c = rule;
-    /* K5 (monitor.c): never a packed CPU, its stand-in instead */
-    return usched__wk_packed(s->wk[c]) ? usched__wk_pack_to(s->wk[c]) : c;
+    return stand_in(s, c < 0 ? rule : c); /* K5: never a packed CPU */
 }
 
 /* The decision: where t goes, and why. */
