@@ -3,6 +3,7 @@
  * count's shared steps (L3, L4; retire.h has L1 and L2 inline).
  */
 #include <limits.h>
+#include <string.h>
 
 #include "core/place.h"
 #include "core/retire.h"
@@ -27,6 +28,17 @@ void usched__live_flush(usched_t *s, struct usched__wk *w) /* L3 */
 void usched__spares_drain(struct usched__wk *w)
 {
     while (w->nspare) usched__task_to_caches(w, w->spare[--w->nspare]);
+}
+
+void usched__spares_give(struct usched__wk *w)
+{
+    /* The oldest spares go (the bottom of the stack, coldest); the newest
+     * stay where the next spawns take them. */
+    int n = w->nspare - USCHED_SPARES_IDLE;
+    if (n > 256) n = 256;
+    for (int i = 0; i < n; i++) usched__task_to_caches(w, w->spare[i]);
+    memmove(&w->spare[0], &w->spare[n], (size_t)(w->nspare - n) * sizeof w->spare[0]);
+    w->nspare -= n;
 }
 
 

@@ -84,6 +84,14 @@ static inline void usched__task_free(struct usched__wk *w, struct usched_task *t
 
 /* Returns a worker's spare fibers to its caches (an exiting worker). */
 void usched__spares_drain(struct usched__wk *w);
+/* A worker out of local work: all but USCHED_SPARES_IDLE of its spares to
+ * its caches, at most 256 at a time (a bound on what one call does, as the
+ * park's stack trim). */
+void usched__spares_give(struct usched__wk *w);
+static inline void usched__spares_trim(struct usched__wk *w)
+{
+    if (w->nspare > USCHED_SPARES_IDLE) usched__spares_give(w);
+}
 
 /* J3 (fiber.c, the join protocol): the exit of w's fiber t, once it is off
  * its stack (the worker loop's finish_prev). */

@@ -216,6 +216,7 @@ static struct usched_task *find_work(usched_t *s, struct usched__wk *w)
     }
     usched__wk_go_idle(s, w);
     usched__live_flush(s, w); /* L3 (retire.h) */
+    usched__spares_trim(w);   /* a burst's spares back to the caches (worker.h) */
     return usched__find_idle(s, w); /* steal.c */
 }
 
@@ -233,7 +234,15 @@ static const int migrate_stat[TOPO_NLEVELS] = {
  */
 static void first_run(struct usched__wk *w, struct usched_task *t)
 {
-    usched__stack_cache_trade(&w->stacks, &t->stack);
+    /* The warmest free stack here is the newest spare fiber's, if any (the
+     * spares take most frees, retire.h), else the cache's newest. */
+    if (w->nspare) {
+        usched__stack_t *warm = &w->spare[w->nspare - 1]->stack, st = *warm;
+        *warm = t->stack;
+        t->stack = st;
+    } else {
+        usched__stack_cache_trade(&w->stacks, &t->stack);
+    }
     usched__fctx_make(&t->fctx, t->stack.lo, t->stack.size, usched__fiber_entry, t, w->s->fpmode);
 }
 

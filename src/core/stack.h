@@ -32,8 +32,9 @@ int usched__stack_alloc_many(size_t size, usched__stack_t *out, int n);
 void usched__stack_free_many(usched__stack_t *st, int n);
 /* A per-CPU cache of free stacks in front of the shared pool, owned by one
  * worker: it refills and spills half of itself at a time, under one pool
- * lock. USCHED_STACK_CACHE stacks: a batch of 1000 spawns recycles locally. */
-#define USCHED_STACK_CACHE 1024
+ * lock. USCHED_STACK_CACHE stacks: behind the worker's spare fibers (up to
+ * 1,024, worker.h), which take a batch of 1,000 spawns. */
+#define USCHED_STACK_CACHE 256
 typedef struct usched__stack_cache {
     int n;
     usched__stack_t v[USCHED_STACK_CACHE];

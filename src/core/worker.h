@@ -31,9 +31,13 @@ enum { WK_RUNNING = 0, WK_PARKED = 2,
 enum { POST_NONE = 0, POST_YIELD, POST_BLOCK, POST_EXIT, POST_PREEMPT };
 
 /* Spare fibers a worker keeps (descriptor and stack together): enough for
- * the children of a fork-join node (fib's 2, skynet's 10), joined before
- * the next are spawned; a bound of 16 stacks per CPU beyond the caches. */
-#define USCHED_SPARES 16
+ * a batch of 1,000 children spawned and then joined (usched bench spawn),
+ * whose spawns then take no stack from the stack cache and return none to
+ * it. A worker out of local work keeps USCHED_SPARES_IDLE and gives the
+ * rest to its caches (sched.c, usched__spares_trim), whose overflow goes to
+ * the pool, whose pages a parking worker trims (park.c). */
+#define USCHED_SPARES 1024
+#define USCHED_SPARES_IDLE 64
 
 /* A thief's last look at one victim's ring (steal.c, the cheap-victim
  * rule): owner only, on the thief's side. */
