@@ -357,7 +357,7 @@ static void print_seed(void)
 static bool interesting(const char *name)
 {
     static const char *const prefixes[] = {"place_", "steal_", "migrate_", "io_wake_", "io_poll", "contend_", "stall"};
-    static const char *const names[] = {"smt_busy_sibling", "wake_cross_llc", "parks", "futex_wakes",
+    static const char *const names[] = {"smt_busy_sibling", "wake_cross_llc", "spins", "parks", "futex_wakes",
                                         "stolen_fibers", "wake_remote", "claim_collisions", "sync_reused",
                                         "near_wakes"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
