@@ -22,7 +22,9 @@ SAMPLES = int(os.environ.get("COUNT_SAMPLES", "4"))
 # A hand-off runs a few thousand instructions; far more means the next mark
 # never comes (the run ended: ROUNDS must exceed WARM + SAMPLES + 1, or the
 # worker parked) and single-stepping would go on forever.
-STEP_LIMIT = 200000
+# COUNT_STEP_LIMIT raises it for long marks (bench_handoff spawn1000: about
+# 400,000 instructions a batch).
+STEP_LIMIT = int(os.environ.get("COUNT_STEP_LIMIT", "200000"))
 
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")

@@ -8,12 +8,13 @@
  *             as a fiber (its own stack and context, an exit), then joins
  *             it
  *   spawn8    a fiber spawns 8 empty fibers, then joins them in spawn
- *             order (usched bench spawn's batches, 1,000 there): a mark
- *             per batch, so divide by 8
+ *             order: a mark per batch, so divide by 8
+ *   spawn1000 the same with 1,000 (usched bench spawn's batches, which
+ *             outgrow caches that 8 fit in): divide by 1,000
  *   yield     two fibers bound to the CPU yield to each other (usched bench
  *             yield); a mark per yield of one of them, so two switches
  * One worker (topology "pack:1 core:1 pu:1"), so the whole path runs on
- * one thread. Usage: bench_handoff pingpong|spawn|spawnrun|spawn8|yield [iterations [topology]]
+ * one thread. Usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|yield [iterations [topology]]
  * A topology of two CPUs in one LLC ("pack:1 l3:1 core:2 pu:1") takes the
  * path of the 2-CPU benchmark machine: with a one-CPU LLC every wake-up
  * counts as wide (the wake_wide factor is the LLC size, 1), and the
@@ -99,17 +100,19 @@ static void spawn_runner(void *arg)
     }
 }
 
-static void spawner8(void *arg)
+static usched_task_t *batch_t[1000];
+
+static void spawner_batch(void *arg)
 {
-    (void)arg;
+    int n = (int)(long)arg;
     for (long i = 0; i < iters; i++) {
         handoff_mark(i);
-        usched_task_t *t[8];
-        for (int k = 0; k < 8; k++) {
+        usched_task_t **t = batch_t;
+        for (int k = 0; k < n; k++) {
             int rc = usched_spawn(usched_self(), &t[k], nop, NULL);
             if (rc < 0) die("spawn", rc);
         }
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < n; k++) {
             int rc = usched_join(t[k]);
             if (rc < 0) die("join", rc);
         }
@@ -130,8 +133,8 @@ int main(int argc, char **argv)
     iters = argc > 2 ? atol(argv[2]) : 100000;
     const char *topo = argc > 3 ? argv[3] : "pack:1 core:1 pu:1";
     if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn") && strcmp(what, "spawn8") &&
-                       strcmp(what, "spawnrun") && strcmp(what, "yield"))) {
-        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawnrun|spawn8|yield [iterations > 0 [topology]]\n");
+                       strcmp(what, "spawn1000") && strcmp(what, "spawnrun") && strcmp(what, "yield"))) {
+        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|yield [iterations > 0 [topology]]\n");
         return 2;
     }
     usched_t *s;
@@ -148,11 +151,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "yield")) {
         if ((rc = usched_spawn_on(s, &b, 0, yielder, NULL)) < 0) die("spawn_on", rc);
         if ((rc = usched_spawn_on(s, &a, 0, yielder, "mark")) < 0) die("spawn_on", rc);
-    } else if ((rc = usched_spawn(s, &a,
-                                  !strcmp(what, "spawn8")     ? spawner8
-                                  : !strcmp(what, "spawnrun") ? spawn_runner
-                                                              : spawner,
-                                  NULL)) < 0) {
+    } else if (!strcmp(what, "spawn8") || !strcmp(what, "spawn1000")) {
+        if ((rc = usched_spawn(s, &a, spawner_batch, (void *)(long)(what[5] == '8' ? 8 : 1000))) < 0)
+            die("spawn", rc);
+    } else if ((rc = usched_spawn(s, &a, !strcmp(what, "spawnrun") ? spawn_runner : spawner, NULL)) < 0) {
         die("spawn", rc);
     }
     if ((rc = usched_join(a)) < 0 || (b && (rc = usched_join(b)) < 0)) die("join", rc);
