@@ -227,10 +227,10 @@ static const int migrate_stat[TOPO_NLEVELS] = {
 /*
  * A fiber's first run: its context is made here, on the CPU that runs it,
  * on that CPU's most recently freed stack, whose top is warm in this CPU's
- * cache; the stack reserved at spawn takes that one's place in the cache.
- * So a child another CPU took runs without pulling its spawner's stack
- * lines over, and the spawner's reserved stacks are never touched. The
- * stacks of one worker all have the scheduler's size.
+ * cache; the stack reserved at spawn takes that one's place (in the spare
+ * fiber or the cache). So a child another CPU took runs without pulling
+ * its spawner's stack lines over, and the spawner's reserved stacks are
+ * never touched. The stacks of one worker all have the scheduler's size.
  */
 static void first_run(struct usched__wk *w, struct usched_task *t)
 {
