@@ -56,7 +56,7 @@ static void run_suite(const char *topology)
 
     /* spawn + join from outside */
     atomic_store(&counter, 0);
-    long n = test_scale(20000);
+    long n = test_cap_alive(test_scale(20000)); /* all alive at once until the joins */
     usched_task_t **ts = calloc((size_t)n, sizeof *ts);
     for (long i = 0; i < n; i++) ASSERT_OK(usched_spawn(s, &ts[i], inc, NULL));
     for (long i = 0; i < n; i++) ASSERT_OK(usched_join(ts[i]));
