@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         if ((rc = usched_spawn_on(s, &b, 0, yielder, NULL)) < 0) die("spawn_on", rc);
         if ((rc = usched_spawn_on(s, &a, 0, yielder, "mark")) < 0) die("spawn_on", rc);
     } else if (!strcmp(what, "spawn8") || !strcmp(what, "spawn1000")) {
-        if ((rc = usched_spawn(s, &a, spawner_batch, (void *)(long)(what[5] == '8' ? 8 : 1000))) < 0)
+        if ((rc = usched_spawn(s, &a, spawner_batch, (void *)(long)(strcmp(what, "spawn8") ? 1000 : 8))) < 0)
             die("spawn", rc);
     } else if ((rc = usched_spawn(s, &a, !strcmp(what, "spawnrun") ? spawn_runner : spawner, NULL)) < 0) {
         die("spawn", rc);

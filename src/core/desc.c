@@ -89,12 +89,7 @@ int usched__desc_get(usched__desc_cache_t *c, struct usched_task **out)
      * ask for them now. A batch of spawns reuses descriptors its joins just
      * freed, whose children other CPUs ran - and wrote - so otherwise each
      * spawn waited for those lines to come back. */
-    if (c->n >= DESC_PREFETCH) {
-        const char *p = (const char *)c->v[c->n - DESC_PREFETCH];
-        usched__prefetch_w(p);
-        usched__prefetch_w(p + 64);
-        usched__prefetch_w(p + 128);
-    }
+    if (c->n >= DESC_PREFETCH) usched__desc_prefetch(c->v[c->n - DESC_PREFETCH]);
     return 0;
 }
 

@@ -83,14 +83,8 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     usched__stack_t st;
     if (w && w->nspare) {
         t = w->spare[--w->nspare];
-        /* The spawn after the next one writes its first three lines: ask
-         * for them now, as the descriptor cache does (desc.c). */
-        if (w->nspare >= 2) {
-            const char *p = (const char *)w->spare[w->nspare - 2];
-            usched__prefetch_w(p);
-            usched__prefetch_w(p + 64);
-            usched__prefetch_w(p + 128);
-        }
+        /* for the spawn after the next one, as the descriptor cache does */
+        if (w->nspare >= 2) usched__desc_prefetch(w->spare[w->nspare - 2]);
         st = t->stack;
     } else {
         if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)

@@ -356,11 +356,14 @@ static void io_poll_idle(struct usched__wk *w, bool own)
     usched_t *s = w->s;
     struct usched__io *io = atomic_load_explicit(&s->io, memory_order_acquire);
     if (!io) return;
-    /* (percpu, not own: w blocks in its own set next, which returns what
-     * a poll would, one system call fewer) */
-    if (((own || !io->percpu) && poll_nb(io, usched__io_set_of(io, w->cpu), w, IO_EVENTS_BUSY, true)) ||
-        !io->percpu)
+    struct usched__ioset *mine = usched__io_set_of(io, w->cpu);
+    if (!io->percpu) {
+        poll_nb(io, mine, w, IO_EVENTS_BUSY, true);
         return;
+    }
+    /* (not own: w blocks in its own set next, which returns what a poll
+     * would, one system call fewer) */
+    if (own && poll_nb(io, mine, w, IO_EVENTS_BUSY, true)) return;
     /* Idle and its own set had nothing: readiness waiting behind a busy
      * CPU, nearest first (as stealing goes). Not in a set whose owner is
      * blocked in it: the kernel wakes that one. */
