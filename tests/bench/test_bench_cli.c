@@ -556,6 +556,31 @@ static void test_children(void)
     char path[128];
     snprintf(path, sizeof path, "%s/peer-omp", dir);
     unlink(path);
+
+    /* --trace reaches the Go peer alone (Go's own tracer), named for its
+     * variant and run; the usched run keeps FILE itself */
+    char trace[128], want[320];
+    snprintf(trace, sizeof trace, "%s/t.ut", dir);
+    snprintf(want, sizeof want,
+             "case \"$*\" in *'--trace %s/t-'[0-9]'-1.gotrace'*) ;; *) echo \"args $*\" >&2; exit 9;; esac\n"
+             "echo 'RESULT workload=fib system=go value=2.5 unit=ms higher_is_better=0 check=ok threads='$3",
+             dir);
+    write_peer(dir, "go", want);
+    write_peer(dir, "omp",
+               "case \"$*\" in *--trace*) echo \"args $*\" >&2; exit 9;; esac\n"
+               "echo 'RESULT workload=fib system=omp value=1.5 unit=ms higher_is_better=0 check=ok threads='$3");
+    r = run("fib", "--n", "16", "--runs", "1", "--policy", "usched", "--peers", "--peers-dir", dir, "--trace", trace,
+            "--json", "--no-probe", NULL);
+    expect_ok(r, "fib --peers --trace");
+    ASSERT_STR_CONTAINS(r.out, "\"system\":\"go\"");
+    ASSERT_STR_CONTAINS(r.out, "\"system\":\"omp\"");
+    ASSERT(!strstr(r.out, "\"failed\""));
+    ASSERT_EQ(access(trace, R_OK), 0);
+    done(r);
+    unlink(trace);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/peer-go", dir);
+    unlink(path);
     rmdir(dir);
 
     /* --fresh: the run in a new process, its counters sent back. Under

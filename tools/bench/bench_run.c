@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,19 +30,22 @@
 struct bench_state B;
 
 /* The trace file of a run: --trace FILE itself when the bench makes one
- * usched run, else FILE with "-<variant>-<run>" before its extension. */
+ * usched run, else FILE with "-<variant>-<run>" before its extension. A Go
+ * peer's run (Go's own execution trace, for go tool trace) is always
+ * FILE-<variant>-<run>.gotrace, in place of the extension. */
 static void trace_path(char *buf, size_t len, const struct variant *v, int run)
 {
     int usched_runs = 0;
     for (int i = 0; i < B.nv; i++) usched_runs += !B.v[i].peer && !B.v[i].skipped;
-    if (usched_runs * B.c->runs <= 1) {
+    if (!v->peer && usched_runs * B.c->runs <= 1) {
         snprintf(buf, len, "%s", B.c->trace);
         return;
     }
     const char *dot = strrchr(B.c->trace, '.');
     const char *slash = strrchr(B.c->trace, '/');
     if (!dot || (slash && dot < slash)) dot = B.c->trace + strlen(B.c->trace);
-    snprintf(buf, len, "%.*s-%d-%d%s", (int)(dot - B.c->trace), B.c->trace, (int)(v - B.v) + 1, run + 1, dot);
+    snprintf(buf, len, "%.*s-%d-%d%s", (int)(dot - B.c->trace), B.c->trace, (int)(v - B.v) + 1, run + 1,
+             v->peer ? ".gotrace" : dot);
 }
 
 /* One usched run's measurements, as a --fresh child sends them back
@@ -223,8 +227,8 @@ static void run_usched(struct variant *v, int run)
 /* The peer's arguments: the same work as the usched runs. */
 static void run_peer(struct variant *v, int run)
 {
-    char threads[16], n[32], dur[32], clients[16], seed[32], cutoff[16];
-    char *argv[18];
+    char threads[16], n[32], dur[32], clients[16], seed[32], cutoff[16], trace[PATH_MAX];
+    char *argv[20];
     int k = 0;
     v->ncpus = B.v[0].ncpus;
     argv[k++] = NULL; /* the path, filled in by bench_peer_run */
@@ -254,6 +258,11 @@ static void run_peer(struct variant *v, int run)
         snprintf(cutoff, sizeof cutoff, "%d", B.c->p.cutoff);
         argv[k++] = "--cutoff";
         argv[k++] = cutoff;
+    }
+    if (B.c->trace && !strcmp(v->peer, "go")) { /* the peer that has a tracer of its own */
+        trace_path(trace, sizeof trace, v, run);
+        argv[k++] = "--trace";
+        argv[k++] = trace;
     }
     argv[k] = NULL;
     /* usched's own unit and direction: a peer answering in others fails */

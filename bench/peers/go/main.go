@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,13 +60,15 @@ type options struct {
 	pairs        int
 	cutoff       int
 	seed         uint64
+	trace        string   // --trace: Go's execution trace of the run (go tool trace)
+	traceFile    *os.File // open while tracing
 }
 
 var opts options
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: peer-go <workload> [--threads N] [--n N] [--duration S] "+
-		"[--clients N] [--servers N] [--pairs N] [--seed N] [--cutoff N]")
+		"[--clients N] [--servers N] [--pairs N] [--seed N] [--cutoff N] [--trace FILE]")
 	fmt.Fprintln(os.Stderr, "workloads of this peer: pingpong spawn skynet fib pairs select build yield echo echo100 preempt")
 }
 
@@ -147,6 +150,11 @@ func parse(args []string) {
 			opts.seed = uint64(parseInt(name, val, 0, 1<<63-1))
 		case "--cutoff":
 			opts.cutoff = int(parseInt(name, val, 2, 60))
+		case "--trace":
+			if val == "" {
+				bad(name, val, "must be a file name")
+			}
+			opts.trace = val
 		default:
 			bad("option", name, "unknown option")
 		}
@@ -183,6 +191,7 @@ func parse(args []string) {
 }
 
 func result(value float64, ok bool) {
+	traceStop()
 	threads := opts.threads
 	if opts.w.name == "yield" {
 		threads = 1
@@ -619,9 +628,40 @@ func runYield() {
 	result(float64(el.Nanoseconds())/float64(2*opts.n), ok)
 }
 
+// traceStart starts Go's execution tracer when --trace asked for it: the
+// peer's counterpart of usched's own trace, so that the cost of tracing can
+// be compared on the same workload. traceStop ends it before the result is
+// printed (the trace covers the set-up and the measured run).
+func traceStart() {
+	if opts.trace == "" {
+		return
+	}
+	f, err := os.Create(opts.trace)
+	if err != nil {
+		bad("--trace", opts.trace, err.Error())
+	}
+	if err := trace.Start(f); err != nil {
+		bad("--trace", opts.trace, err.Error())
+	}
+	opts.traceFile = f
+}
+
+func traceStop() {
+	if opts.traceFile == nil {
+		return
+	}
+	trace.Stop()
+	if err := opts.traceFile.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "peer-go: --trace '%s': %v\n", opts.trace, err)
+		os.Exit(1)
+	}
+	opts.traceFile = nil
+}
+
 func main() {
 	parse(os.Args[1:])
 	runtime.GOMAXPROCS(opts.threads)
+	traceStart()
 	switch opts.w.name {
 	case "pingpong":
 		runPingpong()
