@@ -721,11 +721,14 @@ inline take(st)
 }
 #endif
 
-/* The fibers of the events a poll took, woken through the policy (fd.c
- * usched__pd_ready, usched__wake with USCHED_SEL_IO), each to any CPU (its
- * previous one): another CPU's inbox (W1-W3), or this CPU's next slot (a
- * wake-up, not a spawn) or ring, then wakep (place.c, place_local). */
-inline dispatch(me)
+/* The fibers of the events a poll took (io: 1), or of the timers that fired
+ * (io: 0), woken through the policy (fd.c usched__pd_ready, usched__wake
+ * with USCHED_SEL_IO), each to any CPU (its previous one): another CPU's
+ * inbox (W1-W3), or this CPU's next slot (a wake-up, not a spawn) or ring,
+ * then wakep (place.c, place_local) - except [model: IOW] an I/O wake-up
+ * that is the only work of a CPU running no fiber: that CPU runs it next
+ * (its look at its own queues, or P3, finds it). */
+inline dispatch(me, io)
 {
     do
     :: nev > 0 ->
@@ -735,13 +738,17 @@ inline dispatch(me)
         :: else ->
             nxt_spawn[me] = 0;
             atomic {
+                iow = (io && !current[me] && nxt[me] + sb_nxt[me] + ring[me] + sb_ring[me] == 0);
                 if
                 :: nxt[me] + sb_nxt[me] == 0 -> sb_nxt[me]++
                 :: else -> sb_ring[me]++
                 fi;
                 nev--
             };
-            wakep(me, ok)
+            if
+            :: iow -> iow = 0
+            :: else -> wakep(me, ok)
+            fi
         fi;
         t = 0; ok = 0
     :: else -> break
@@ -780,7 +787,7 @@ inline poll_others(me)
         c = 0
 #endif
     };
-    dispatch(me)
+    dispatch(me, 1)
 }
 
 inline poll_idle(me)
@@ -805,7 +812,7 @@ inline poll_idle(me)
         c = 0
 #endif
     };
-    dispatch(me)
+    dispatch(me, 1)
 }
 #endif
 
@@ -886,6 +893,7 @@ proctype worker(byte me)
     SKP_VAR
 #if defined(IO) || defined(TIMERS)
     byte nev;
+    bool iow;                   /* IOW: this I/O wake-up wakes no other CPU */
 #endif
 #ifdef IO
     bool inpoll, evw, dfr, dns, renew;
@@ -902,7 +910,7 @@ top:
 #ifdef TIMERS
         /* the due timers (time passes: due or not yet) */
         if
-        :: atomic { tmr[me] > 0 -> tmr[me]--; nev = 1 }; dispatch(me)
+        :: atomic { tmr[me] > 0 -> tmr[me]--; nev = 1 }; dispatch(me, 0)
         :: skip
         fi;
 #endif
@@ -1111,7 +1119,7 @@ end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) ->
                 ok = 0;
                 inpoll = 0;
                 /* the events go out after unpark */
-                dispatch(me)
+                dispatch(me, 1)
             :: else ->
                 /* P4: futex_wait(state, PARKED), until a deferral's end
                  * (IO_SHARED: at any time here) */
@@ -1263,7 +1271,7 @@ exec:
     :: /* a busy CPU's poll at a pick (io_tick): its own set, unless someone
         * holds the set's role */
         d_step { nwait[SET(me)] > 0 && rdy[SET(me)] > 0 && ROLE_FREE -> take(SET(me)) };
-        dispatch(me)
+        dispatch(me, 1)
 #endif
 #ifdef TIMERS
     :: /* a sleep: a timer on this CPU's heap, and the fiber blocks */

@@ -210,8 +210,9 @@ static void place_reused(usched_t *s, struct usched__wk *self, struct usched_tas
 }
 
 /* t on self's own queues (r.slot: the next slot or the ring), for a spawn
- * (fork) or a wake-up decided on the waker's CPU. */
-static inline void place_local(usched_t *s, struct usched__wk *self, struct usched_task *t, int slot, bool fork)
+ * (fork) or a wake-up decided on the waker's CPU (io: an I/O readiness). */
+static inline void place_local(usched_t *s, struct usched__wk *self, struct usched_task *t, int slot, bool fork,
+                               bool io)
 {
     usched__stat_add(&self->stats, USCHED_STAT_wake_local, 1);
     /* Others may steal it: make sure an idle CPU is looking. A new fiber
@@ -227,7 +228,20 @@ static inline void place_local(usched_t *s, struct usched__wk *self, struct usch
      * spinning thief writes, were 11% of spawn's samples (perf, two CPUs). */
     atomic_store_explicit(&self->next_spawn, fork, memory_order_relaxed);
     if (usched__wk_local_put(s, self, t, slot)) {
-        if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
+        if (io && !self->cur && usched__ring_len(&self->ring) <= 1 &&
+            !atomic_load_explicit(&self->next, memory_order_relaxed)) {
+            /* [model: IOW] An I/O wake-up decided while this CPU runs no
+             * fiber (its poll while idle, or after its park) that is its
+             * only work: it runs the fiber next, as Go's netpoll runs the
+             * first goroutine it readies, and it looks at its own queues
+             * before it could park (P3). Waking another CPU only sent it
+             * to steal the fiber from the CPU its packets arrive on:
+             * tbench's server beside two clients woke the other worker
+             * about 16,000 times a second through its eventfd, each a
+             * cross-CPU interrupt (docs/io.md). A second such fiber still
+             * wakes one, as before. */
+            usched__stat_add(&self->stats, USCHED_STAT_io_wake_owner, 1);
+        } else if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
             self->spawn_woke |= fork;
             usched__wk_wakep(s, self, self->cpu);
         }
@@ -313,7 +327,7 @@ void usched__place_on(usched_t *s, struct usched__wk *self, struct usched_task *
         return;
     }
     if (r.cpu == waker) {
-        place_local(s, self, t, r.slot, (flags & USCHED_SEL_FORK) != 0);
+        place_local(s, self, t, r.slot, (flags & USCHED_SEL_FORK) != 0, (flags & USCHED_SEL_IO) != 0);
     } else {
         usched__wk_inbox_put(s, self, t, r.cpu);
         usched__stat_inc(self, s, USCHED_STAT_wake_remote);
@@ -328,7 +342,7 @@ void usched__place_fork(usched_t *s, struct usched__wk *self, struct usched_task
     USCHED__TRACE_OOL_T(s, self, USCHED__TEV_spawn, t->id, self->cur ? self->cur->id : 0, self->cpu,
                         USCHED_REASON_LOCAL); /* before t is queued */
     usched__stat_add(&self->stats, USCHED_STAT_place_bound + USCHED_REASON_LOCAL, 1);
-    place_local(s, self, t, USCHED_SLOT_NEXT, true);
+    place_local(s, self, t, USCHED_SLOT_NEXT, true, false);
 }
 
 usched__near_t usched__near_cpu(void)

@@ -14,6 +14,9 @@
  * fiber's CPU 1, no home yet) and then at every wait (a socketpair is not
  * TCP) with home 0, and every hinted wake-up is decided on CPU 0. A third
  * answers a CPU out of range: the core's rule (the fiber's CPU, 1) holds.
+ * Under percpu with the home on CPU 1, the reader is CPU 1's only work, so
+ * its wake-ups wake no other CPU (io_wake_owner; few futex or eventfd
+ * kicks in all).
  * Counts, not times: which CPU polls first is up to the machine.
  */
 #include <stdio.h>
@@ -120,6 +123,8 @@ static void run(const char *poller, const char *policy)
     }
     ASSERT_OK(usched_wait(s));
     uint64_t stolen = io_stat(s, "io_poll_stolen");
+    uint64_t owner = io_stat(s, "io_wake_owner");
+    uint64_t kicks = io_stat(s, "futex_wakes") + io_stat(s, "io_breaks");
     printf("%s, %s (home %d): %u I/O wake-ups, %u with the home hint, %u decided off the home without it, "
            "io_poll_stolen %llu; io_home asked %u new, %u again, %u wrong\n", poller, policy, expect_home,
            atomic_load(&io_wakes), atomic_load(&io_home), atomic_load(&home_elsewhere),
@@ -127,9 +132,19 @@ static void run(const char *poller, const char *policy)
            atomic_load(&asked_wrong));
     ASSERT_GE(atomic_load(&io_wakes), 1);
     ASSERT_EQ(atomic_load(&home_cpu_wrong), 0);
+    printf("  io_wake_owner %llu, other CPUs woken %llu times\n", (unsigned long long)owner,
+           (unsigned long long)kicks);
     if (!strcmp(poller, "percpu")) {
         ASSERT_GE(atomic_load(&io_home), 1);
         if (atomic_load(&home_elsewhere)) ASSERT_GE(stolen, 1);
+        /* The reader is CPU 1's only work, readied by CPU 1 while it runs
+         * no fiber: CPU 1 runs it and wakes no other CPU for it (IOW,
+         * place.c). Before, each byte woke CPU 0, which found nothing to
+         * steal (a NO_STEAL policy) and parked again. */
+        if (expect_home == HOME) {
+            ASSERT_GE(owner, 1);
+            ASSERT_LT(kicks, BYTES / 4);
+        }
     } else {
         ASSERT_EQ(atomic_load(&io_home), 0);
     }
