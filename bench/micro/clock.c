@@ -2,7 +2,8 @@
  * The trace clock's cost (a number, not a test): what one reading of the
  * clock a trace event takes costs here (docs/trace.md, "The clock"), alone
  * and beside independent arithmetic, and clock_gettime for comparison.
- *   tsc         the TSC (x86-64 rdtsc; aarch64 cntvct_el0) read in a loop
+ *   tsc         the trace clock's counter (usched__cycles: x86-64 rdtsc,
+ *               aarch64 cntvct_el0) read in a loop
  *   work        a short dependent chain of arithmetic, no clock
  *   work+tsc    the same chain with a TSC read beside it (how much a read
  *               costs when the CPU has other work to overlap it with)
@@ -14,24 +15,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "arch/arch.h"
+
 static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    uint64_t v;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
-#else
-#error "bench_clock: no cycle counter for this architecture"
-#endif
 }
 
 int main(int argc, char **argv)
@@ -49,7 +39,7 @@ int main(int argc, char **argv)
     uint64_t acc = 1;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now();
-        for (long i = 0; i < n; i++) sink = ticks();
+        for (long i = 0; i < n; i++) sink = usched__cycles();
         double t1 = now();
         for (long i = 0; i < n; i++) {
             for (int k = 0; k < 10; k++) acc = acc * 3 + (uint64_t)k;
@@ -58,7 +48,7 @@ int main(int argc, char **argv)
         double t2 = now();
         for (long i = 0; i < n; i++) {
             for (int k = 0; k < 10; k++) acc = acc * 3 + (uint64_t)k;
-            sink = acc + ticks();
+            sink = acc + usched__cycles();
         }
         double t3 = now();
         struct timespec ts;

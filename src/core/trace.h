@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "arch/arch.h"
 #include "core/timer.h"
 #include "tracefmt/tracefmt.h"
 
@@ -186,15 +187,7 @@ struct usched__wk;
  * and stores around it (no fence): a fence costs more than the read. */
 static inline uint64_t usched__trace_ticks(bool tsc)
 {
-#if defined(__x86_64__)
-    if (tsc) return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    if (tsc) {
-        uint64_t v;
-        __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-        return v;
-    }
-#endif
+    if (tsc) return usched__cycles(); /* arch/: rdtsc, or cntvct_el0 */
     return usched__now_ns();
 }
 
