@@ -17,6 +17,13 @@
  * Under percpu with the home on CPU 1, the reader is CPU 1's only work, so
  * its wake-ups wake no other CPU (io_wake_owner; few futex or eventfd
  * kicks in all).
+ * Under percpu the idle CPU 1 parks in its set without spinning
+ * (io_nospin): the byte it waits for comes from its set.
+ * The default policy's step 2h (policy/usched.c): the reader's home CPU
+ * also runs a bound fiber that yields for ever, so CPU 1 finds the byte by
+ * its own poll while busy, and CPU 0 idles. Every such wake-up, polled from
+ * the home set while the home runs one fiber and queues none, is placed at
+ * home; before, the policy sent it to the idle CPU 0.
  * Counts, not times: which CPU polls first is up to the machine.
  */
 #include <stdio.h>
@@ -125,6 +132,7 @@ static void run(const char *poller, const char *policy)
     uint64_t stolen = io_stat(s, "io_poll_stolen");
     uint64_t owner = io_stat(s, "io_wake_owner");
     uint64_t kicks = io_stat(s, "futex_wakes") + io_stat(s, "io_breaks");
+    uint64_t nospin = io_stat(s, "io_nospin"), spins = io_stat(s, "spins");
     printf("%s, %s (home %d): %u I/O wake-ups, %u with the home hint, %u decided off the home without it, "
            "io_poll_stolen %llu; io_home asked %u new, %u again, %u wrong\n", poller, policy, expect_home,
            atomic_load(&io_wakes), atomic_load(&io_home), atomic_load(&home_elsewhere),
@@ -132,8 +140,9 @@ static void run(const char *poller, const char *policy)
            atomic_load(&asked_wrong));
     ASSERT_GE(atomic_load(&io_wakes), 1);
     ASSERT_EQ(atomic_load(&home_cpu_wrong), 0);
-    printf("  io_wake_owner %llu, other CPUs woken %llu times\n", (unsigned long long)owner,
-           (unsigned long long)kicks);
+    printf("  io_wake_owner %llu, other CPUs woken %llu times, io_nospin %llu, spins %llu\n",
+           (unsigned long long)owner, (unsigned long long)kicks, (unsigned long long)nospin,
+           (unsigned long long)spins);
     if (!strcmp(poller, "percpu")) {
         ASSERT_GE(atomic_load(&io_home), 1);
         if (atomic_load(&home_elsewhere)) ASSERT_GE(stolen, 1);
@@ -144,9 +153,15 @@ static void run(const char *poller, const char *policy)
         if (expect_home == HOME) {
             ASSERT_GE(owner, 1);
             ASSERT_LT(kicks, BYTES / 4);
+            /* CPU 1 idles with the reader waiting in its set: it parks
+             * there without a spin (steal.c, find_idle); CPU 0, rarely
+             * woken, may spin. Before, CPU 1 spun at every byte. */
+            ASSERT_GE(nospin, 1);
+            ASSERT_LT(spins, BYTES / 4);
         }
     } else {
         ASSERT_EQ(atomic_load(&io_home), 0);
+        ASSERT_EQ(nospin, 0);
     }
     if (!strcmp(poller, "percpu") && !strcmp(policy, "iohome_op")) {
         ASSERT_EQ(atomic_load(&asked_new), 1);
@@ -160,8 +175,85 @@ static void run(const char *poller, const char *policy)
     ASSERT_OK(usched_destroy(s));
 }
 
+/* ---- the default policy with a busy home (step 2h) ------------------------- */
+
+extern const struct usched_ops usched__policy_usched;
+static struct usched_ops usched_rec;
+static _Atomic unsigned busy_home, busy_home_away;
+static _Atomic int reader_cpu = -1, yield_stop;
+
+/* The default policy's decisions, recorded: I/O wake-ups polled from the
+ * home set while the home runs one fiber and queues nothing. */
+static void usched_rec_select(usched_pol_ctx_t *ctx, const struct usched_select_args *a,
+                              struct usched_select_result *out)
+{
+    bool busy = (a->flags & USCHED_SEL_IO_HOME) && a->waker_cpu >= 0 && usched_pol_cpu_load(ctx, a->waker_cpu) == 1;
+    usched__policy_usched.select_cpu(ctx, a, out);
+    if (!busy) return;
+    atomic_fetch_add(&busy_home, 1);
+    if (out->cpu != a->waker_cpu) atomic_fetch_add(&busy_home_away, 1);
+}
+
+static void busy_reader(void *arg)
+{
+    int fd = (int)(long)arg;
+    /* No scheduling point before the first read registers the descriptor:
+     * its home is this CPU. */
+    atomic_store(&reader_cpu, usched_self_cpu());
+    for (int i = 0; i < BYTES; i++) {
+        char b;
+        ASSERT_EQ(usched_read(fd, &b, 1, USCHED_FOREVER), 1);
+        ASSERT_EQ(b, (char)i);
+        atomic_store(&got, (unsigned)i + 1);
+    }
+}
+
+static void yielder(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&yield_stop)) usched_yield();
+}
+
+static void run_busy_home(void)
+{
+    usched_rec = usched__policy_usched;
+    usched_rec.name = "usched_rec";
+    usched_rec.select_cpu = usched_rec_select;
+    ASSERT_OK(usched_policy_register(&usched_rec));
+    atomic_store(&got, 0);
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 l3:1 l2:1 core:2 pu:1"));
+    ASSERT_OK(usched_set(s, "policy", "usched_rec"));
+    ASSERT_OK(usched_set(s, "knobs", "io_poller=percpu"));
+    ASSERT_OK(usched_start(s));
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
+    ASSERT_OK(usched_spawn(s, NULL, busy_reader, (void *)(long)sv[0]));
+    while (atomic_load(&reader_cpu) < 0) usleep(100);
+    usched_task_t *y;
+    ASSERT_OK(usched_spawn_on(s, &y, atomic_load(&reader_cpu), yielder, NULL));
+    for (int i = 0; i < BYTES; i++) {
+        char b = (char)i;
+        ASSERT_EQ(write(sv[1], &b, 1), 1);
+        while (atomic_load(&got) < (unsigned)i + 1) usleep(50);
+    }
+    atomic_store(&yield_stop, 1);
+    ASSERT_OK(usched_join(y));
+    ASSERT_OK(usched_wait(s));
+    printf("percpu, usched, home CPU %d busy: %u wake-ups polled at the busy home, %u placed elsewhere; "
+           "io_rehomes %llu\n", atomic_load(&reader_cpu), atomic_load(&busy_home), atomic_load(&busy_home_away),
+           (unsigned long long)io_stat(s, "io_rehomes"));
+    ASSERT_GE(atomic_load(&busy_home), 1);
+    ASSERT_EQ(atomic_load(&busy_home_away), 0);
+    close(sv[0]);
+    close(sv[1]);
+    ASSERT_OK(usched_destroy(s));
+}
+
 int main(void)
 {
+    run_busy_home();
     ASSERT_OK(usched_policy_register(&home_ops));
     ASSERT_OK(usched_policy_register(&home_op_ops));
     run("percpu", "iohome");
