@@ -101,14 +101,6 @@ static inline void usched__park_io_poll_others(struct usched__wk *w)
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w, false);
 }
 
-/* io_poller=percpu: fibers wait on descriptors of w's own set, in which w
- * blocks when it parks (the backend's pending). */
-static inline bool usched__park_io_own_waiters(struct usched__wk *w)
-{
-    return atomic_load_explicit(&w->s->io, memory_order_relaxed) && usched__park_io->pending &&
-           usched__park_io->pending(w->s, w);
-}
-
 /* w is stalled: fibers wait on descriptors that no CPU will see unless one
  * is woken (the backend's unwatched). Any thread may ask. */
 static inline bool usched__park_io_unwatched(struct usched__wk *w)

@@ -436,21 +436,7 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
              * futex wake-up each way. */
             bool handoff = w->handoff;
             w->handoff = 0;
-            if (!handoff && usched__park_io_own_waiters(w)) {
-                /* io_poller=percpu, fibers wait on this CPU's own set and
-                 * it handed no fiber to another CPU: what it waits for is
-                 * a packet its kernel wake-up brings here, and on a shared
-                 * machine (a server beside its clients) the thread that
-                 * sends it may be waiting for this very CPU. A spin held
-                 * it: tbench's server with two clients spun in 65,000 of
-                 * 450,000 idle entries in 5 s, 8% of all CPU time in the
-                 * spin's pause loop, and served 0.8x what it did with
-                 * spin_us=0 (docs/io.md). It parks in its set at once;
-                 * readiness in other CPUs' sets it polls as a contended
-                 * CPU does. */
-                usched__stat_add(&w->stats, USCHED_STAT_io_nospin, 1);
-                usched__park_io_poll_others(w);
-            } else if (2 * sp < awake || handoff) {
+            if (2 * sp < awake || handoff) {
                 atomic_fetch_add(&s->park.nspinning, 1);
                 spinning = true;
             }

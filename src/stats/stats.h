@@ -80,7 +80,6 @@
     X(io_rehomes, "io_poller=percpu: descriptors moved to another CPU's set (their fiber or packets stayed elsewhere)") \
     X(io_home_kicks, "io_poller=percpu: CPUs woken from their futex to block in their set for a fiber waiting elsewhere") \
     X(io_poll_stolen, "io_poller=percpu: polls of another CPU's set, busy and unpolled, that took readiness") \
-    X(io_nospin, "io_poller=percpu: idle entries that parked in their own set without spinning (fibers waited on it)") \
     X(io_wake_owner, "I/O wake-ups that were their CPU's only work, decided between fibers: that CPU runs the fiber next and wakes no other") \
     X(offloads, "calls run on the offload pool")                                 \
     X(stalls, "stalls: a worker ran one fiber longer than stall_us without a scheduling point") \
