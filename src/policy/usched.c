@@ -13,7 +13,7 @@
  *     (USCHED_OPS_SYNC_REUSE, docs/policies.md);
  *  2h. an I/O wake-up polled from the descriptor's home set
  *     (io_poller=percpu) stays at home while the home holds at most
- *     USCHED_HOME_QUEUE fibers, busy or not (2i, below, takes it when idle);
+ *     USCHED_HOME_QUEUE fibers (an idle home runs it at once, step 2i);
  *  3. prev, if it is idle, shares the waker's LLC (or the wake came from
  *     outside) and, with smt=1, its whole core is idle or the LLC has no
  *     idle core;
@@ -62,9 +62,9 @@
 #include "usched/policy.h"
 
 /* Step 2h: the most fibers (running or queued) a busy home CPU may hold
- * for an I/O wake-up polled from its set to queue there. 1, 2, 4 and
- * unbounded measured alike on tbench with 8 clients (4 connections a
- * CPU); 2 covers a connection queued behind one running. */
+ * for an I/O wake-up polled from its set to queue there. On tbench, 1 and
+ * 2 measured alike with 4 clients, 2, 4 and unbounded alike with 8 (4
+ * connections a CPU); 2 covers a connection queued behind one running. */
 #define USCHED_HOME_QUEUE 2u
 
 /* The topology a decision reads, per CPU, copied once at init: the group,

@@ -17,11 +17,12 @@
  * Under percpu with the home on CPU 1, the reader is CPU 1's only work, so
  * its wake-ups wake no other CPU (io_wake_owner; few futex or eventfd
  * kicks in all).
- * The default policy's step 2h (policy/usched.c): the reader's home CPU
- * also runs a bound fiber that yields for ever, so CPU 1 finds the byte by
- * its own poll while busy, and CPU 0 idles. Every such wake-up, polled from
- * the home set while the home runs one fiber and queues none, is placed at
- * home; before, the policy sent it to the idle CPU 0.
+ * The default policy's step 2h (policy/usched.c): a reader whose home is
+ * the CPU it first ran on, and a bound fiber there that yields for ever, so
+ * that CPU finds the bytes by its own polls while busy, and the other CPU
+ * idles. Every such wake-up, polled from the home set while the home runs
+ * one fiber and queues none, is placed at home; before, the policy sent it
+ * to the idle CPU.
  * Counts, not times: which CPU polls first is up to the machine.
  */
 #include <stdio.h>
