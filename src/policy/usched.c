@@ -256,7 +256,7 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
      * from elsewhere costs the peer a cross-CPU wake-up, and the next
      * packet brings the fiber back home: tbench's server with four clients
      * on two CPUs woke 35,000 of 54,000 clients a second from the other
-     * CPU without it (the kernel's tbench_srv: 2,400 of 84,000), at 0.75x
+     * CPU without it (the kernel's tbench_srv: 2,300 of 70,000), at 0.75x
      * tbench_srv's throughput; with it 0.87x (docs/io.md). The kernel's
      * wake_affine keeps a sync wakee on a busy waker's CPU likewise while
      * that CPU is not busier than the wakee's previous one. A longer queue
