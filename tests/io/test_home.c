@@ -88,16 +88,33 @@ static const struct usched_ops home_op_ops = {
     .io_home = home_op,
 };
 
-static void reader(void *arg)
+/* The reader's side: BYTES bytes, in order, one read each (on_home: each
+ * read returns on CPU HOME); `got` counts them. */
+static void read_bytes(int fd, bool on_home)
 {
-    int fd = (int)(long)arg;
     for (int i = 0; i < BYTES; i++) {
         char b;
         ASSERT_EQ(usched_read(fd, &b, 1, USCHED_FOREVER), 1);
         ASSERT_EQ(b, (char)i);
-        ASSERT_EQ(usched_self_cpu(), HOME);
+        if (on_home) ASSERT_EQ(usched_self_cpu(), HOME);
         atomic_store(&got, (unsigned)i + 1);
     }
+}
+
+/* The writer's side: each byte once the reader took the one before, so that
+ * the reader waits again (a wake-up per byte). */
+static void write_bytes(int fd)
+{
+    for (int i = 0; i < BYTES; i++) {
+        char b = (char)i;
+        ASSERT_EQ(write(fd, &b, 1), 1);
+        while (atomic_load(&got) < (unsigned)i + 1) usleep(50);
+    }
+}
+
+static void reader(void *arg)
+{
+    read_bytes((int)(long)arg, true);
 }
 
 static void run(const char *poller, const char *policy)
@@ -122,11 +139,7 @@ static void run(const char *poller, const char *policy)
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
     reader_fd = sv[0];
     ASSERT_OK(usched_spawn(s, NULL, reader, (void *)(long)sv[0]));
-    for (int i = 0; i < BYTES; i++) {
-        char b = (char)i;
-        ASSERT_EQ(write(sv[1], &b, 1), 1);
-        while (atomic_load(&got) < (unsigned)i + 1) usleep(50); /* the reader waits again */
-    }
+    write_bytes(sv[1]);
     ASSERT_OK(usched_wait(s));
     uint64_t stolen = io_stat(s, "io_poll_stolen");
     uint64_t owner = io_stat(s, "io_wake_owner");
@@ -187,16 +200,10 @@ static void usched_rec_select(usched_pol_ctx_t *ctx, const struct usched_select_
 
 static void busy_reader(void *arg)
 {
-    int fd = (int)(long)arg;
     /* No scheduling point before the first read registers the descriptor:
      * its home is this CPU. */
     atomic_store(&reader_cpu, usched_self_cpu());
-    for (int i = 0; i < BYTES; i++) {
-        char b;
-        ASSERT_EQ(usched_read(fd, &b, 1, USCHED_FOREVER), 1);
-        ASSERT_EQ(b, (char)i);
-        atomic_store(&got, (unsigned)i + 1);
-    }
+    read_bytes((int)(long)arg, false);
 }
 
 static void yielder(void *arg)
@@ -224,11 +231,7 @@ static void run_busy_home(void)
     while (atomic_load(&reader_cpu) < 0) usleep(100);
     usched_task_t *y;
     ASSERT_OK(usched_spawn_on(s, &y, atomic_load(&reader_cpu), yielder, NULL));
-    for (int i = 0; i < BYTES; i++) {
-        char b = (char)i;
-        ASSERT_EQ(write(sv[1], &b, 1), 1);
-        while (atomic_load(&got) < (unsigned)i + 1) usleep(50);
-    }
+    write_bytes(sv[1]);
     atomic_store(&yield_stop, 1);
     ASSERT_OK(usched_join(y));
     ASSERT_OK(usched_wait(s));
