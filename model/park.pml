@@ -316,18 +316,61 @@ hidden byte lv;                 /* this look leaves the victims it may (try_all)
 #define LEFT(c) 0
 #endif
 
-inline work_visible(me, r)
+#ifdef HOLD
+#if !defined(IO) || defined(IO_SHARED) || !defined(MSTALE) || defined(CHEAP)
+#error "HOLD needs IO (percpu) and the monitor with a hog, without CHEAP"
+#endif
+/* The busy-victim rule (steal.c, V6-V7): a thief with fibers waiting in
+ * its own set (and contended: the monitor's verdict, any value here) may
+ * leave the ring and the next slot of a victim running a fiber, at its
+ * looks and at P3 alike, so it may park beside that work; its owner runs
+ * it next, and a victim the monitor saw stalled (M5 woke a thief for it)
+ * is never left [model: HLS]. The queue's bound is left out: any queue
+ * may be left. As CHEAP does, the choice is made outside the d_steps. */
+#ifndef MUT_HLS
+#define HOLDV(c) (current[c] && !stalled[c])
+#else
+#define HOLDV(c) (current[c])
+#endif
+#define HOLDS(me, c) ((c) != (me) && HOLDV(c) && (ring[c] > 0 || NXT_STEALABLE(c)))
+#if N == 2
+#define HOLD_ANY(me) (nwait[me] > 0 && OWN(me) == 0 && gq == 0 && (HOLDS(me, 0) || HOLDS(me, 1)))
+#else
+#define HOLD_ANY(me) (nwait[me] > 0 && OWN(me) == 0 && gq == 0 && (HOLDS(me, 0) || HOLDS(me, 1) || HOLDS(me, 2)))
+#endif
+#define HELD(c) (hd && HOLDV(c))
+hidden byte hd;                 /* this look leaves busy victims (try_all, VISIBLE) */
+#else
+#define HELD(c) 0
+#endif
+
+inline visible_look(me, r)
 {
-    d_step {
         r = (OWN(me) > 0 || (gq > 0 && !PK(me)));
         c = 0;
         do
-        :: c < N -> r = r || (STEAL(me, c) && !PK(me)); c++
+        :: c < N -> r = r || (STEAL(me, c) && !PK(me) && !HELD(c)); c++
         :: else -> break
         od;
         c = 0
-    }
 }
+
+inline work_visible(me, r)
+{
+    d_step { visible_look(me, r) }
+}
+
+/* Work visible to `me` at P3 and at the chains' tests (SC, P3C): HOLD lets
+ * a thief with waiters in its own set leave busy victims out. */
+#ifdef HOLD
+#define VISIBLE(me, r) \
+    if \
+    :: d_step { nwait[me] > 0 -> hd = 1; visible_look(me, r); hd = 0 } \
+    :: work_visible(me, r) \
+    fi
+#else
+#define VISIBLE(me, r) work_visible(me, r)
+#endif
 
 #ifdef MUT_CHV
 #ifndef CHEAP
@@ -351,7 +394,7 @@ inline work_visible_cheap(me, r)
 }
 #define P3LOOK(me, r) work_visible_cheap(me, r)
 #else
-#define P3LOOK(me, r) work_visible(me, r)
+#define P3LOOK(me, r) VISIBLE(me, r)
 #endif
 
 #ifdef MSTALE
@@ -453,6 +496,12 @@ inline flush(me)
     :: d_step { LEAVE_ANY(me) -> lv = 1; try_look(me, got); lv = 0 } \
     :: d_step { try_look(me, got) } \
     fi
+#elif defined(HOLD)
+#define try_all(me, got) \
+    if \
+    :: d_step { HOLD_ANY(me) -> hd = 1; try_look(me, got); hd = 0 } \
+    :: d_step { try_look(me, got) } \
+    fi
 #else
 #define try_all(me, got) d_step { try_look(me, got) }
 #endif
@@ -485,8 +534,8 @@ inline try_look(me, got)
                                 do
                                 :: c < N && !got && !PK(me) ->
                                     if
-                                    :: c != me && !LEFT(c) && ring[c] > 0 -> ring[c]--; got = 1; SRC(W_RING(c))
-                                    :: c != me && !LEFT(c) && ring[c] == 0 && NXT_STEALABLE(c) ->
+                                    :: c != me && !LEFT(c) && !HELD(c) && ring[c] > 0 -> ring[c]--; got = 1; SRC(W_RING(c))
+                                    :: c != me && !LEFT(c) && !HELD(c) && ring[c] == 0 && NXT_STEALABLE(c) ->
 #ifdef MUT_NXC
                                         /* the thief loads the slot; its store of
                                          * NULL comes in a later step (take) */
@@ -960,7 +1009,7 @@ decided:    skip
                    /* the last spinner to find work wakes another [model: SC] */
                    if
                    :: old == 1 ->
-                       work_visible(me, vis);
+                       VISIBLE(me, vis);
 #ifndef MUT_SC
                        if :: vis -> wakep(me, ok) :: else -> skip fi
 #endif
@@ -1080,7 +1129,7 @@ decided:    skip
             take_one(me, got);
             if
             :: got ->
-                work_visible(me, vis);
+                VISIBLE(me, vis);
                 /* work left after the re-check found some: chain [model: P3C] */
 #ifndef MUT_P3C
                 if :: vis -> wakep(me, ok) :: else -> skip fi;

@@ -75,6 +75,10 @@ cd "$out" || exit 1
 #   stop:   futex with shutdown: once no fiber is live, usched_destroy's
 #           stop and wake of every worker
 #   stopsh: the same with the I/O poller (shared) and one descriptor wait
+#   monhold: monio with the busy-victim rule (steal.c, V6-V7) and two
+#           spawns: a thief with waiters in its own set may leave a busy
+#           victim's queue out of its looks and its P3, and park beside
+#           it; never a victim the monitor saw stalled (HLS)
 #   contio: monio with the contention verdict: a contended CPU, parking
 #           without spinning, still polls once (CP)
 #   named:  futex with named fibers: no fiber runs on two workers at once
@@ -120,6 +124,7 @@ contx   full -DCONTEND -DNF=2 -DNHOG=1 -DNO_MONITOR
 bmon    full -DNAMED -DBOUND -DNF=2 -DNHOG=1 -DNEARLY=0
 bound4  mut  -DNAMED -DBOUND -DNF=4 -DBOUNDF=2 -DNHOG=0
 c4      ci   -DNAMED -DBOUND -DCONTEND -DC4 -DNF=1 -DNCF=1 -DNHOG=0 -DNO_OUTSIDE -DNEARLY=1
+monhold ci   -DIO -DHOLD -DNIO=1 -DNF=2 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
 monsh   ci   -DIO -DIO_SHARED -DNIO=1 -DNF=1 -DNHOG=1 -DSPAWNS_ONLY -DNO_OUTSIDE -DNEARLY=0
 pack    ci   -DPACK -DNF=1 -DNHOG=1 -DNEARLY=0 -DSPAWNS_ONLY -DNO_OUTSIDE
 packb   ci   -DPACK -DNAMED -DBOUND -DNF=1 -DNHOG=1 -DNEARLY=0 -DNO_OUTSIDE
@@ -141,6 +146,7 @@ MUTANTS='
 B3  pollsho
 CP  contio
 MIO monio
+HLS monhold
 MSH monsh
 P2  futex
 P3  futex

@@ -434,11 +434,15 @@ static void check_cpu(usched_t *s, struct usched__mon *m, int c, uint64_t now, u
         if (!(seq & 1)) usched__preempt_look(s, c, id, now - mc->since_ns, now);
     }
     if (!busy || !mc->busy || !same) {
+        if (mc->stalled) atomic_store_explicit(&w->stalled, 0, memory_order_relaxed); /* V7 */
         mc->seq = seq, mc->id = id, mc->since_ns = now, mc->busy = busy, mc->stalled = false;
     } else if (stall_ns && now - mc->since_ns >= stall_ns) {
         bool first = !mc->stalled;
         if (first) {
             mc->stalled = true;
+            /* V7 (steal.c): thieves that left its queue to it take it now;
+             * stored before serve_cpu's wakep, whose fence publishes it */
+            atomic_store_explicit(&w->stalled, 1, memory_order_relaxed);
             mon_stat(s, USCHED_STAT_stalls, 1);
             /* In the outside threads' buffer (the monitor is not c's worker),
              * drawn on c's track. */

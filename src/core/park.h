@@ -89,6 +89,13 @@ static inline void usched__park_io_tick(struct usched__wk *w)
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->tick(w);
 }
 
+/* Fibers wait on descriptors homed on w's CPU (io_poller=percpu). */
+static inline bool usched__park_io_own_waiters(struct usched__wk *w)
+{
+    return atomic_load_explicit(&w->s->io, memory_order_acquire) && usched__park_io->pending &&
+           usched__park_io->pending(w->s, w);
+}
+
 static inline void usched__park_io_poll(struct usched__wk *w)
 {
     if (atomic_load_explicit(&w->s->io, memory_order_acquire)) usched__park_io->poll(w, true);

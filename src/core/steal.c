@@ -168,6 +168,41 @@ static bool cheap_leave(struct usched__wk *w, int v, uint32_t h, uint32_t t, uin
     return leave;
 }
 
+/* The busy-victim rule (V6). A server's worker whose CPU it shares with
+ * the server's clients (io_poller=percpu, tbench beside `usched serve`): a
+ * fiber queued behind the fiber its home runs was woken by a packet that
+ * arrived there, and its client waits there for the answer. A thief that
+ * took it ran it away from that client and its cache, on a CPU whose own
+ * clients then waited for the thief (tbench, 4 clients on 2 CPUs: 100,000
+ * steals in 5 s, 0.89x tbench_srv; with steal=0, 0.95x).
+ * V6. A contended thief (monitor.c, C1) with fibers waiting on descriptors
+ *     of its own set leaves to its owner the queue of a victim that runs
+ *     a fiber and holds at most USCHED__BUSY_LEFT_MAX fibers behind it,
+ *     and does not count that work at its park re-check (P3): it parks in
+ *     its set, where its own descriptors wake it.
+ * V7. Progress: the owner runs that queue at its next scheduling point;
+ *     a fiber that holds it for stall_us is a stall, which the monitor
+ *     marks (w->stalled) before M5's wakep, and a stalled victim is never
+ *     left, so the woken thief steals its queue. The rule is off while
+ *     stall_us is 0 (no M5), and a longer queue is taken as before. */
+#define USCHED__BUSY_LEFT_MAX 4
+
+static bool busy_leaves(usched_t *s, struct usched__wk *w)
+{
+    return usched__wk_contended(w) && usched__knob_get(&s->knobs, USCHED_KNOB_stall_us) &&
+           usched__park_io_own_waiters(w);
+}
+
+/* V6: whether the thief leaves vw's queue (load fibers in its ring) to it;
+ * never a stalled victim's (V7) [model: HLS]. */
+static bool busy_left(struct usched__wk *vw, unsigned load)
+{
+    if (!atomic_load_explicit(&vw->current, memory_order_relaxed) ||
+        atomic_load_explicit(&vw->stalled, memory_order_relaxed))
+        return false;
+    return load + (atomic_load_explicit(&vw->next, memory_order_relaxed) != NULL) <= USCHED__BUSY_LEFT_MAX;
+}
+
 /* Steals from victims in the policy's order (the topology order by default,
  * rotating the start inside each distance band). On the last pass it may
  * take a victim's next slot, after a short back-off (Go's runnext rule). */
@@ -198,6 +233,7 @@ struct usched_task *usched__steal(usched_t *s, struct usched__wk *w, bool last_p
     }
     /* The smt rule, beside a busy sibling: see the owner test below. */
     bool beside = usched__idle_rule_beside_busy(s, w->cpu);
+    bool leave_busy = busy_leaves(s, w); /* V6 */
     uint64_t cost = (uint64_t)usched__knob_get(&s->knobs, USCHED_KNOB_steal_cost_ns);
     uint64_t now = cost && w->vlook ? usched__now_ns() : 0;
     if (w->steal_n) { /* V1: the fibers of the last steal ran (or left) */
@@ -219,6 +255,11 @@ struct usched_task *usched__steal(usched_t *s, struct usched__wk *w, bool last_p
         uint32_t h, tl;
         usched__ring_ends(&vw->ring, &h, &tl);
         unsigned load = usched__ring_count(h, tl);
+        if (leave_busy && busy_left(vw, load)) { /* V6 */
+            if (load || atomic_load_explicit(&vw->next, memory_order_relaxed))
+                usched__stat_add(&w->stats, USCHED_STAT_steal_left_busy, 1);
+            continue;
+        }
         if (now && cheap_leave(w, v, h, tl, now, cost)) { /* V2 */
             if (load || atomic_load_explicit(&vw->next, memory_order_relaxed)) {
                 usched__stat_add(&w->stats, USCHED_STAT_steal_left_cheap, 1);
@@ -365,10 +406,16 @@ static bool others_visible(usched_t *s, struct usched__wk *w)
      * park beside it (P3) but looks again; were it hidden, a victim whose
      * fiber then computes for ever would keep that work from a parked
      * thief. */
+    bool leave_busy = busy_leaves(s, w); /* V6: P3 leaves it out too */
     for (int c = 0; c < s->ncpus; c++) {
         if (c == w->cpu) continue;
         struct usched__wk *vw = s->wk[c];
         unsigned load = usched__ring_len(&vw->ring);
+        if (leave_busy && busy_left(vw, load)) {
+            if (load || atomic_load_explicit(&vw->next, memory_order_relaxed))
+                usched__stat_add(&w->stats, USCHED_STAT_steal_left_busy, 1);
+            continue;
+        }
         if (load && steal_want(s, w->cpu, c, usched__topo_level_shared(s->topo, w->cpu, c), load))
             return true;
         /* A spawn in the next slot behind a fiber that keeps running (a

@@ -40,6 +40,7 @@
     X(steal_deferred, "steals left to a whole idle core of the LLC (the thief's SMT sibling was busy)") \
     X(steal_left_cheap, "steals left to a victim whose owner takes its queued fibers faster than steal_cost_ns each while its queue keeps moving") \
     X(steal_naps, "sleeps of an idle CPU between two looks at victims it left by the cheap-victim rule, instead of spinning") \
+    X(steal_left_busy, "looks (steals and park checks) that left a victim running a fiber its short queue, by a contended CPU whose own descriptors have fibers waiting (it parks in its set instead)") \
     X(steal_left_owner, "steals left to a victim awake between fibers on a core with no busy CPU (the thief's SMT sibling was busy)") \
     X(steal_busy_sibling, "steals by a CPU beside a busy SMT sibling while a whole core idled in the LLC") \
     X(global_pulls, "fibers taken from the global queue")                        \
