@@ -6,7 +6,8 @@
  * unless one is given), io_poller=percpu, and contention verdicts read from
  * fake schedstat lines: CPU 1 contended, CPU 0 not. No packing and no
  * widening of affinities (contend_pack=0, contend_pin=0), so CPU 1 steals
- * as any CPU would but for the rule.
+ * as any CPU would but for the rule. The default policy, which queues a
+ * spawn on its spawner's CPU, under every policy's rerun as well.
  *
  *   setup    a fiber bound to CPU 1 reads a pipe that nobody writes until
  *            the end: the descriptor's home is CPU 1, whose set has a waiter;
@@ -105,6 +106,10 @@ int main(int argc, char **argv)
     ASSERT_EQ(pipe(pipefd), 0);
     ASSERT_OK(usched_create(&sched));
     ASSERT_OK(usched_set(sched, "topology", argc > 1 ? argv[1] : "pack:1 l3:1 core:2 pu:1"));
+    /* the default policy, under every policy's rerun too: it queues a spawn
+     * on its spawner's CPU (others place it on an idle CPU or the shared
+     * queue, where no victim holds it) */
+    ASSERT_OK(usched_set(sched, "policy", "usched"));
     ASSERT_OK(usched_set(sched, "knobs",
                          "io_poller=percpu,stall_us=10000000,contend_pct=30,contend_pin=0,contend_pack=0"));
     sched->cfg.schedstat_dir = ss.dir;
