@@ -405,8 +405,9 @@ static bool others_visible(usched_t *s, struct usched__wk *w)
      * thief leaves to a cheap victim stays visible, so the thief does not
      * park beside it (P3) but looks again; were it hidden, a victim whose
      * fiber then computes for ever would keep that work from a parked
-     * thief. */
-    bool leave_busy = busy_leaves(s, w); /* V6: P3 leaves it out too */
+     * thief. The busy-victim rule is applied (V6): such a victim is a
+     * stall, which the monitor marks and serves with a wake-up (V7). */
+    bool leave_busy = busy_leaves(s, w);
     for (int c = 0; c < s->ncpus; c++) {
         if (c == w->cpu) continue;
         struct usched__wk *vw = s->wk[c];

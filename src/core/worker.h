@@ -97,7 +97,7 @@ struct usched__wk {
      * valid stand-in). */
     _Atomic uint32_t packed;
     _Atomic int32_t pack_to;
-    /* 1 while the monitor sees this worker stalled (M5; steal.c, V6): the
+    /* 1 while the monitor sees this worker stalled (M5; steal.c, V7): the
      * monitor writes it, thieves read it (relaxed; stored before M5's
      * wakep, whose fence orders it before the woken thief's looks). */
     _Atomic uint32_t stalled;
