@@ -7,7 +7,9 @@
  * fake schedstat lines: CPU 1 contended, CPU 0 not. No packing and no
  * widening of affinities (contend_pack=0, contend_pin=0), so CPU 1 steals
  * as any CPU would but for the rule. The default policy, which queues a
- * spawn on its spawner's CPU, under every policy's rerun as well.
+ * spawn on its spawner's CPU, under every policy's rerun as well. No
+ * preemption (preempt_us=0, also where USCHED_KNOBS sets it): the victim
+ * must hold its CPU without a scheduling point, as a stall does.
  *
  *   setup    a fiber bound to CPU 1 reads a pipe that nobody writes until
  *            the end: the descriptor's home is CPU 1, whose set has a waiter;
@@ -111,7 +113,8 @@ int main(int argc, char **argv)
      * queue, where no victim holds it) */
     ASSERT_OK(usched_set(sched, "policy", "usched"));
     ASSERT_OK(usched_set(sched, "knobs",
-                         "io_poller=percpu,stall_us=10000000,contend_pct=30,contend_pin=0,contend_pack=0"));
+                         "io_poller=percpu,stall_us=10000000,contend_pct=30,contend_pin=0,contend_pack=0,"
+                         "preempt_us=0"));
     sched->cfg.schedstat_dir = ss.dir;
     ASSERT_OK(usched_start(sched));
     if (usched_ncpus(sched) != 2) {
