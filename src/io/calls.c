@@ -207,11 +207,21 @@ static void file_job(void *arg)
     r->result = sys_once(r->pd, r->fd, r);
 }
 
-static uint64_t deadline_of(uint64_t timeout_ns)
+/* A call's deadline, taken when it first has to wait: a call that does not
+ * wait reads no clock (the deadline then counts from the failed try, a
+ * system call later than the call's start). */
+struct deadline {
+    uint64_t timeout_ns;
+    uint64_t at; /* 0: not taken yet */
+};
+
+static uint64_t deadline_of(struct deadline *d)
 {
-    if (timeout_ns == UINT64_MAX) return UINT64_MAX;
-    uint64_t now = usched__now_ns();
-    return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+    if (!d->at) {
+        uint64_t now = usched__now_ns();
+        d->at = d->timeout_ns == UINT64_MAX || d->timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + d->timeout_ns;
+    }
+    return d->at;
 }
 
 /* Whether a call that moved n bytes proved the fd drained in its direction
@@ -229,7 +239,7 @@ static bool may_drain(const struct usched__pd *pd, const struct req *r)
 
 /* One call: the syscall, waiting on EAGAIN until it succeeds, fails, the
  * deadline passes (nowait: only tries) or the fd is closed. */
-static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
+static ssize_t io_run(int fd, struct req *r, struct deadline *dl, bool nowait)
 {
     if (fd < 0) return -EBADF;
     struct usched__pd *pd = usched__pd_get(fd);
@@ -276,7 +286,7 @@ static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
                     n = -EAGAIN; /* as connect(2) on a full UNIX backlog */
                     break;
                 }
-                if (usched__now_ns() + RETRY_LATER_NS > deadline) {
+                if (usched__now_ns() + RETRY_LATER_NS > deadline_of(dl)) {
                     n = -ETIMEDOUT;
                     break;
                 }
@@ -299,7 +309,7 @@ static ssize_t io_run(int fd, struct req *r, uint64_t deadline, bool nowait)
             n = r->op == OP_CONNECT && r->connecting ? -EINPROGRESS : -EAGAIN;
             break;
         }
-        n = usched__pd_wait(pd, fd, dir, e, deadline);
+        n = usched__pd_wait(pd, fd, dir, e, deadline_of(dl));
         if (n < 0) break;
     }
 out:
@@ -311,7 +321,7 @@ out:
  * transfers; a count once anything moved, else the error. */
 static ssize_t io_all(int fd, struct req *r, uint64_t timeout_ns)
 {
-    uint64_t deadline = deadline_of(timeout_ns);
+    struct deadline dl = {.timeout_ns = timeout_ns};
     bool nowait = timeout_ns == 0;
     size_t total = op_len(r), done = 0;
     const struct iovec *iov = r->iov; /* writev: position (idx, off) in it */
@@ -332,7 +342,7 @@ static ssize_t io_all(int fd, struct req *r, uint64_t timeout_ns)
             r->buf = base + done;
             r->len = total - done;
         }
-        ssize_t n = io_run(fd, r, deadline, nowait);
+        ssize_t n = io_run(fd, r, &dl, nowait);
         if (n < 0) return done ? (ssize_t)done : n;
         done += (size_t)n;
         if (done >= total) return (ssize_t)done;
@@ -368,7 +378,8 @@ static int check_iov(const struct iovec *iov, int iovcnt, const char *call)
 
 static ssize_t io_one(int fd, struct req *r, uint64_t timeout_ns)
 {
-    return io_run(fd, r, deadline_of(timeout_ns), timeout_ns == 0);
+    struct deadline dl = {.timeout_ns = timeout_ns};
+    return io_run(fd, r, &dl, timeout_ns == 0);
 }
 
 USCHED_EXPORT ssize_t usched_read(int fd, void *buf, size_t len, uint64_t timeout_ns)

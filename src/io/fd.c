@@ -321,12 +321,6 @@ int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint6
     usched_task_t *self = usched__current();
     if (!self) return wait_thread(pd, fd, dir, deadline);
     struct usched__io *io = atomic_load_explicit(&usched_self()->io, memory_order_acquire);
-    uint64_t timeout = UINT64_MAX;
-    if (deadline != UINT64_MAX) {
-        uint64_t now = usched__now_ns();
-        if (now >= deadline) return -ETIMEDOUT;
-        timeout = deadline - now;
-    }
     usched__pd_lock(pd);
     if (atomic_load(&pd->closing)) {
         usched__pd_unlock(pd);
@@ -353,7 +347,8 @@ int usched__pd_wait(struct usched__pd *pd, int fd, int dir, uint32_t seen, uint6
         usched__wk_kick(usched_self(), me, home))
         usched__stat_add(&me->stats, USCHED_STAT_io_home_kicks, 1);
     usched__trace_io_wait(fd);
-    int rc = usched__wq_wait(&pd->q[0], &w, timeout);
+    /* a deadline passed already times out at the wait (its timer is due) */
+    int rc = usched__wq_wait_until(&pd->q[0], &w, deadline);
     atomic_fetch_sub_explicit(&st->nwaiters, 1, memory_order_relaxed);
     return rc;
 }

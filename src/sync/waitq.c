@@ -194,15 +194,15 @@ static uint64_t deadline_after(uint64_t timeout_ns)
     return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
-static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
+static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64_t deadline)
 {
     bool armed = false;
-    if (timeout_ns != UINT64_MAX) {
+    if (deadline != UINT64_MAX) {
         w->timed = 1;
         w->timer.heap_index = -1;
         w->timer.owner = NULL;
         atomic_store_explicit(&w->timer_done, 0, memory_order_relaxed);
-        w->timer.deadline_ns = deadline_after(timeout_ns);
+        w->timer.deadline_ns = deadline;
         w->timer.fn = timer_fired;
         int rc = usched__timer_add(&w->timer);
         if (rc < 0) {
@@ -226,9 +226,8 @@ static int wait_fiber(struct usched__waitq *lk, struct usched__waiter *w, uint64
     return w->result;
 }
 
-static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
+static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint64_t deadline)
 {
-    uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : deadline_after(timeout_ns);
     w->timed = deadline != UINT64_MAX;
     if (lk) usched__wq_unlock(lk);
     for (;;) {
@@ -251,10 +250,15 @@ static int wait_thread(struct usched__waitq *lk, struct usched__waiter *w, uint6
     return w->result;
 }
 
+int usched__wq_wait_until(struct usched__waitq *lk, struct usched__waiter *w, uint64_t deadline_ns)
+{
+    if (w->task) return wait_fiber(lk, w, deadline_ns);
+    return wait_thread(lk, w, deadline_ns);
+}
+
 int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
 {
-    if (w->task) return wait_fiber(lk, w, timeout_ns);
-    return wait_thread(lk, w, timeout_ns);
+    return usched__wq_wait_until(lk, w, timeout_ns == UINT64_MAX ? UINT64_MAX : deadline_after(timeout_ns));
 }
 
 /* ---- sleep -------------------------------------------------------------- */

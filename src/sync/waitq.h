@@ -199,6 +199,9 @@ void usched__wq_wake_chain(usched_task_t *chain, unsigned flags);
  * UINT64_MAX waits forever. Returns w->result, or -ETIMEDOUT, or -ENOMEM if
  * no timer could be armed (w is then unlinked). */
 int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns);
+/* The same until deadline_ns (CLOCK_MONOTONIC, UINT64_MAX: forever; one in
+ * the past times out at once), for a caller that holds a deadline. */
+int usched__wq_wait_until(struct usched__waitq *lk, struct usched__waiter *w, uint64_t deadline_ns);
 
 /* Waiters queued (under the lock, or as a hint without it). */
 static inline uint32_t usched__wq_len(const struct usched__waitq *q)
