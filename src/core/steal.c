@@ -193,14 +193,18 @@ static bool busy_leaves(usched_t *s, struct usched__wk *w)
            usched__park_io_own_waiters(w);
 }
 
-/* V6: whether the thief leaves vw's queue (load fibers in its ring) to it;
- * never a stalled victim's (V7) [model: HLS]. */
-static bool busy_left(struct usched__wk *vw, unsigned load)
+/* V6: whether thief w leaves vw's queue (load fibers in its ring) to it,
+ * counted when there is work to leave; never a stalled victim's (V7)
+ * [model: HLS]. */
+static bool busy_left(struct usched__wk *w, struct usched__wk *vw, unsigned load)
 {
     if (!atomic_load_explicit(&vw->current, memory_order_relaxed) ||
         atomic_load_explicit(&vw->stalled, memory_order_relaxed))
         return false;
-    return load + (atomic_load_explicit(&vw->next, memory_order_relaxed) != NULL) <= USCHED__BUSY_LEFT_MAX;
+    unsigned queued = load + (atomic_load_explicit(&vw->next, memory_order_relaxed) != NULL);
+    if (queued > USCHED__BUSY_LEFT_MAX) return false;
+    if (queued) usched__stat_add(&w->stats, USCHED_STAT_steal_left_busy, 1);
+    return true;
 }
 
 /* Steals from victims in the policy's order (the topology order by default,
@@ -255,11 +259,7 @@ struct usched_task *usched__steal(usched_t *s, struct usched__wk *w, bool last_p
         uint32_t h, tl;
         usched__ring_ends(&vw->ring, &h, &tl);
         unsigned load = usched__ring_count(h, tl);
-        if (leave_busy && busy_left(vw, load)) { /* V6 */
-            if (load || atomic_load_explicit(&vw->next, memory_order_relaxed))
-                usched__stat_add(&w->stats, USCHED_STAT_steal_left_busy, 1);
-            continue;
-        }
+        if (leave_busy && busy_left(w, vw, load)) continue; /* V6 */
         if (now && cheap_leave(w, v, h, tl, now, cost)) { /* V2 */
             if (load || atomic_load_explicit(&vw->next, memory_order_relaxed)) {
                 usched__stat_add(&w->stats, USCHED_STAT_steal_left_cheap, 1);
@@ -412,11 +412,7 @@ static bool others_visible(usched_t *s, struct usched__wk *w)
         if (c == w->cpu) continue;
         struct usched__wk *vw = s->wk[c];
         unsigned load = usched__ring_len(&vw->ring);
-        if (leave_busy && busy_left(vw, load)) {
-            if (load || atomic_load_explicit(&vw->next, memory_order_relaxed))
-                usched__stat_add(&w->stats, USCHED_STAT_steal_left_busy, 1);
-            continue;
-        }
+        if (leave_busy && busy_left(w, vw, load)) continue;
         if (load && steal_want(s, w->cpu, c, usched__topo_level_shared(s->topo, w->cpu, c), load))
             return true;
         /* A spawn in the next slot behind a fiber that keeps running (a

@@ -217,10 +217,7 @@ struct deadline {
 
 static uint64_t deadline_of(struct deadline *d)
 {
-    if (!d->at) {
-        uint64_t now = usched__now_ns();
-        d->at = d->timeout_ns == UINT64_MAX || d->timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + d->timeout_ns;
-    }
+    if (!d->at) d->at = usched__deadline_after(d->timeout_ns);
     return d->at;
 }
 

@@ -188,8 +188,9 @@ static void timer_fired(usched__timer_t *t)
     if (won) usched__wake(task, 0);
 }
 
-static uint64_t deadline_after(uint64_t timeout_ns)
+uint64_t usched__deadline_after(uint64_t timeout_ns)
 {
+    if (timeout_ns == UINT64_MAX) return UINT64_MAX;
     uint64_t now = usched__now_ns();
     return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
@@ -258,7 +259,7 @@ int usched__wq_wait_until(struct usched__waitq *lk, struct usched__waiter *w, ui
 
 int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t timeout_ns)
 {
-    return usched__wq_wait_until(lk, w, timeout_ns == UINT64_MAX ? UINT64_MAX : deadline_after(timeout_ns));
+    return usched__wq_wait_until(lk, w, usched__deadline_after(timeout_ns));
 }
 
 /* ---- sleep -------------------------------------------------------------- */

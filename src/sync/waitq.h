@@ -202,6 +202,8 @@ int usched__wq_wait(struct usched__waitq *lk, struct usched__waiter *w, uint64_t
 /* The same until deadline_ns (CLOCK_MONOTONIC, UINT64_MAX: forever; one in
  * the past times out at once), for a caller that holds a deadline. */
 int usched__wq_wait_until(struct usched__waitq *lk, struct usched__waiter *w, uint64_t deadline_ns);
+/* The deadline timeout_ns from now (UINT64_MAX: none; saturates). */
+uint64_t usched__deadline_after(uint64_t timeout_ns);
 
 /* Waiters queued (under the lock, or as a hint without it). */
 static inline uint32_t usched__wq_len(const struct usched__waitq *q)
