@@ -103,6 +103,17 @@ int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg
  * stolen. -EINVAL if cpu is out of range. */
 int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *), void *arg);
 
+/* As usched_spawn, for a child that may run at once as a plain call: when
+ * the caller is a fiber of s and at least 64 fibers already wait on its CPU
+ * (queued, not started), fn(arg) runs right here on the caller's stack
+ * before the call returns - as OpenMP runs a task undeferred once its queue
+ * is that long - and *out (if not NULL) receives a handle of a finished
+ * child, whose joins return 0 at once. Otherwise it is usched_spawn. The
+ * child must therefore not wait for anything the caller does after the
+ * spawn (it would wait forever); inside it, usched_self_id() reports the
+ * caller. Counted as spawns_called. */
+int usched_spawn_call(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg);
+
 /* Waits for the fiber to finish and releases it. In a fiber it parks the
  * fiber; outside it blocks the thread. A fiber joining the fiber it spawned
  * last, before that one started, runs it inline on its own stack (no switch,

@@ -11,10 +11,12 @@
  *             order: a mark per batch, so divide by 8
  *   spawn1000 the same with 1,000 (usched bench spawn's batches, which
  *             outgrow caches that 8 fit in): divide by 1,000
+ *   call1000  the same with usched_spawn_call: the first 64 children are
+ *             fibers joined inline, the other 936 run as calls
  *   yield     two fibers bound to the CPU yield to each other (usched bench
  *             yield); a mark per yield of one of them, so two switches
  * One worker (topology "pack:1 core:1 pu:1"), so the whole path runs on
- * one thread. Usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|yield [iterations [topology]]
+ * one thread. Usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|call1000|yield [iterations [topology]]
  * A topology of two CPUs in one LLC ("pack:1 l3:1 core:2 pu:1") takes the
  * path of the 2-CPU benchmark machine: with a one-CPU LLC every wake-up
  * counts as wide (the wake_wide factor is the LLC size, 1), and the
@@ -101,6 +103,7 @@ static void spawn_runner(void *arg)
 }
 
 static usched_task_t *batch_t[1000];
+static int batch_call; /* call1000: spawn with usched_spawn_call */
 
 static void spawner_batch(void *arg)
 {
@@ -109,7 +112,7 @@ static void spawner_batch(void *arg)
         handoff_mark(i);
         usched_task_t **t = batch_t;
         for (int k = 0; k < n; k++) {
-            int rc = usched_spawn(usched_self(), &t[k], nop, NULL);
+            int rc = (batch_call ? usched_spawn_call : usched_spawn)(usched_self(), &t[k], nop, NULL);
             if (rc < 0) die("spawn", rc);
         }
         for (int k = 0; k < n; k++) {
@@ -133,8 +136,9 @@ int main(int argc, char **argv)
     iters = argc > 2 ? atol(argv[2]) : 100000;
     const char *topo = argc > 3 ? argv[3] : "pack:1 core:1 pu:1";
     if (iters <= 0 || (strcmp(what, "pingpong") && strcmp(what, "spawn") && strcmp(what, "spawn8") &&
-                       strcmp(what, "spawn1000") && strcmp(what, "spawnrun") && strcmp(what, "yield"))) {
-        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|yield [iterations > 0 [topology]]\n");
+                       strcmp(what, "spawn1000") && strcmp(what, "call1000") && strcmp(what, "spawnrun") &&
+                       strcmp(what, "yield"))) {
+        fprintf(stderr, "usage: bench_handoff pingpong|spawn|spawnrun|spawn8|spawn1000|call1000|yield [iterations > 0 [topology]]\n");
         return 2;
     }
     usched_t *s;
@@ -151,7 +155,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "yield")) {
         if ((rc = usched_spawn_on(s, &b, 0, yielder, NULL)) < 0) die("spawn_on", rc);
         if ((rc = usched_spawn_on(s, &a, 0, yielder, "mark")) < 0) die("spawn_on", rc);
-    } else if (!strcmp(what, "spawn8") || !strcmp(what, "spawn1000")) {
+    } else if (!strcmp(what, "spawn8") || !strcmp(what, "spawn1000") || !strcmp(what, "call1000")) {
+        batch_call = !strcmp(what, "call1000");
         if ((rc = usched_spawn(s, &a, spawner_batch, (void *)(long)(strcmp(what, "spawn8") ? 1000 : 8))) < 0)
             die("spawn", rc);
     } else if ((rc = usched_spawn(s, &a, !strcmp(what, "spawnrun") ? spawn_runner : spawner, NULL)) < 0) {

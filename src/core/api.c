@@ -268,6 +268,7 @@ USCHED_EXPORT int usched_start(usched_t *s)
     /* What the policy declared, read once: the worker loop tests these. */
     s->track_time = (s->ops->flags & USCHED_OPS_TRACK_TIME) != 0;
     s->yield_shared = (s->ops->flags & USCHED_OPS_SHARED_RQ) != 0;
+    s->fork_next = (s->ops->flags & USCHED_OPS_FORK_NEXT) != 0;
     usched__next_asym_init(s);
     s->smt = usched__topo_smt_width(s->topo) > 1;
     s->smt_rule = (s->ops->flags & USCHED_OPS_SMT_RULE) && s->smt;

@@ -92,6 +92,7 @@ struct usched {
     void *pol_priv;
     bool track_time;   /* USCHED_OPS_TRACK_TIME: keep run times */
     bool yield_shared; /* USCHED_OPS_SHARED_RQ: a yield requeues on the global queue */
+    bool fork_next;    /* USCHED_OPS_FORK_NEXT: a fiber's spawn goes to its next slot (fiber.c) */
     bool next_asym;    /* membarrier registered: owners touch their next slot lock-free (N1-N4) */
     bool pol_steals;   /* idle CPUs may steal (more than one CPU, no NO_STEAL or SHARED_RQ) */
     bool smt_rule;     /* USCHED_OPS_SMT_RULE on an SMT topology (idle.c) */
@@ -189,6 +190,21 @@ static inline void usched__stat_count(struct usched__wk *w, struct usched *s, in
 static inline void usched__stat_inc(struct usched__wk *w, struct usched *s, int id)
 {
     usched__stat_count(w, s, id, 1);
+}
+
+/* A descriptor's run times and policy state, zeroed before the policy
+ * first sees the fiber: at spawn on the general path (fiber.c), or at its
+ * first run when the short path left them (fresh; sched.c). Constant
+ * sizes, written inline (the default policy's state is 32 bytes, and the
+ * whole 64 would touch another line). */
+static inline void usched__task_fresh_zero(const struct usched *s, struct usched_task *t)
+{
+    t->woke_ns = t->ran_ns = t->last_ran_ns = t->wake_ns = 0;
+    if (s->ops->task_state_size <= 32)
+        __builtin_memset(t->pstate, 0, 32);
+    else
+        __builtin_memset(t->pstate, 0, sizeof t->pstate);
+    t->fresh = 0;
 }
 
 #endif

@@ -60,7 +60,8 @@ static uint64_t next_id(usched_t *s, struct usched__wk *w)
     return atomic_fetch_add(&s->life.next_id_block, 1);
 }
 
-static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *), void *arg)
+static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bound, void (*fn)(void *),
+                 void *arg)
 {
     if (out) *out = NULL; /* on any failure, as usched_create and usched_chan_create */
     if (!s) return usched__error(EINVAL, "spawn: scheduler is NULL");
@@ -72,7 +73,6 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     if (bound >= s->ncpus || bound < -1)
         return usched__error(EINVAL, "spawn_on: cpu %d out of range [0, %d)", bound, s->ncpus);
 
-    struct usched__wk *w = usched__self_wk();
     if (w && w->s != s) w = NULL;
     struct usched_task *t;
     /* The stack is reserved here, so that a spawn fails rather than a
@@ -103,13 +103,7 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     t->fn = fn;
     t->arg = arg;
     t->stack = st;
-    t->woke_ns = t->ran_ns = t->last_ran_ns = t->wake_ns = 0;
-    /* Constant sizes, written inline (the default policy's state is 32
-     * bytes, and the whole 64 would touch a fourth line). */
-    if (s->ops->task_state_size <= 32)
-        memset(t->pstate, 0, 32);
-    else
-        memset(t->pstate, 0, sizeof t->pstate);
+    usched__task_fresh_zero(s, t); /* the policy may see it now (place_on) */
     t->cpu = -1;
     t->bound = bound;
     __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
@@ -126,9 +120,72 @@ static int spawn(usched_t *s, usched_task_t **out, int bound, void (*fn)(void *)
     return 0;
 }
 
+/*
+ * The short path of a spawn by a fiber of this scheduler under a policy
+ * whose answer is the next slot (USCHED_OPS_FORK_NEXT), with a spare fiber
+ * at hand: the spare's stack is already in it, and only the descriptor's
+ * first line and fn/arg are written - the run times and the policy state
+ * wait for a first run (fresh), which a child joined inline never has. The
+ * checks that spawn() makes are implied here: the caller is a fiber of s,
+ * so s is started; `stopping` is still read (destroy waits for this fiber).
+ */
+static int spawn_next(usched_t *s, struct usched__wk *w, usched_task_t **out, void (*fn)(void *), void *arg)
+{
+    struct usched_task *t = w->spare[--w->nspare];
+    if (w->nspare >= 2) usched__desc_prefetch(w->spare[w->nspare - 2]); /* as spawn() */
+    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
+    atomic_store_explicit(&t->jstate, out ? 0 : USCHED__J_JOINED | USCHED__J_DETACHED,
+                          memory_order_relaxed); /* J1 */
+    t->cpu = -1;
+    t->reuse_left = 0;
+    t->fresh = 1;
+    t->bound = -1;
+    atomic_store_explicit(&t->in_gq, 0, memory_order_relaxed);
+    t->s = s;
+    t->fn = fn;
+    t->arg = arg;
+    t->id = next_id(s, w);
+    usched__live_add(s, w);
+    if (out) *out = t;
+    usched__stat_add(&w->stats, USCHED_STAT_spawns, 1);
+    usched__place_fork(s, w, t);
+    return 0;
+}
+
 USCHED_EXPORT int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg)
 {
-    return spawn(s, out, -1, fn, arg);
+    struct usched__wk *w = usched__self_wk();
+    if (__builtin_expect(w && w->s == s && w->cur && w->nspare && fn && s->fork_next, 1) &&
+        !atomic_load_explicit(&s->stopping, memory_order_acquire))
+        return spawn_next(s, w, out, fn, arg);
+    return spawn(s, w, out, -1, fn, arg);
+}
+
+/*
+ * usched_spawn_call: a child that may run at once as a call. The rule is
+ * libgomp's for an OpenMP task (undeferred once 64 tasks per thread are
+ * queued): with that many fibers waiting on this CPU, another one would
+ * only wait longer, and its spawn, queueing and join would cost more than
+ * its run. The caller promised that the child does not wait for anything
+ * it does later. Its handle is called_task, finished: joins return 0.
+ */
+#define CALL_DEPTH 64
+
+static struct usched_task called_task = {.magic = USCHED_TASK_CALLED};
+
+USCHED_EXPORT int usched_spawn_call(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg)
+{
+    struct usched__wk *w = usched__self_wk();
+    if (w && w->s == s && w->cur && fn &&
+        usched__ring_len_owner(&w->ring) + (atomic_load_explicit(&w->next, memory_order_relaxed) != NULL) >=
+            CALL_DEPTH &&
+        !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+        if (out) *out = &called_task;
+        usched__stat_add(&w->stats, USCHED_STAT_spawns_called, 1);
+        fn(arg);
+        return 0;
+    }
+    return usched_spawn(s, out, fn, arg);
 }
 
 USCHED_EXPORT int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *),
@@ -137,7 +194,7 @@ USCHED_EXPORT int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, voi
     /* spawn() checks the upper bound; -1 would mean "not bound" there. */
     if (out) *out = NULL;
     if (cpu < 0) return usched__error(EINVAL, "spawn_on: cpu %d is negative", cpu);
-    return spawn(s, out, cpu, fn, arg);
+    return spawn(s, usched__self_wk(), out, cpu, fn, arg);
 }
 
 usched_task_t *usched__current(void)
@@ -252,6 +309,10 @@ static bool join_take(struct usched__wk *w, struct usched_task *t)
     /* The hint spares a scan of the whole ring for a spilled child. */
     bool in_gq = atomic_load_explicit(&t->in_gq, memory_order_relaxed);
     if (!in_gq && usched__ring_take(&w->ring, t)) {
+        /* Joins in spawn order take the oldest each time: the next one's
+         * join line, written a whole batch ago, is asked for now. */
+        const struct usched_task *n = usched__ring_peek_head(&w->ring);
+        if (n) usched__prefetch_w(n);
         if (t->cpu == -1) return true;
         usched__wk_ring_put(t->s, w, t); /* a woken fiber: back where it was, near enough */
         return false;
@@ -293,6 +354,7 @@ static bool join_inline(struct usched__wk *w, struct usched_task *t, uint32_t st
 
 USCHED_EXPORT int usched_join(usched_task_t *t)
 {
+    if (t == &called_task) return 0; /* run as a call by usched_spawn_call: finished */
     if (!t) return usched__error(EINVAL, "join: task is NULL");
     if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != USCHED_TASK_MAGIC)
         return usched__error(EINVAL, "join: not a live task (joined already, or detached and finished)");
@@ -317,6 +379,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
     int result = 0;
     if (w && w->cur) {
         t->joiner = w->cur;
+        t->owaiter = NULL; /* the exit reads both (J3) */
         usched__stat_add(&w->stats, USCHED_STAT_blocks, 1);
         usched__block_on(USCHED__TBLK_join, join_arm, t); /* J2: WAIT set once switched out */
     } else {
@@ -324,6 +387,7 @@ USCHED_EXPORT int usched_join(usched_task_t *t)
         usched_t *s = t->s;
         owaiter_link(s, &ow);
         t->owaiter = &ow;
+        t->joiner = NULL;
         if (atomic_fetch_or_explicit(&t->jstate, USCHED__J_WAIT, memory_order_acq_rel) & USCHED__J_DONE) {
             atomic_store_explicit(&ow.done, 1, memory_order_relaxed); /* J4: it exited meanwhile */
         }

@@ -234,6 +234,7 @@ static const int migrate_stat[TOPO_NLEVELS] = {
  */
 static void first_run(struct usched__wk *w, struct usched_task *t)
 {
+    if (t->fresh) usched__task_fresh_zero(w->s, t); /* left by spawn's short path (fiber.c) */
     /* The warmest free stack here is the newest spare fiber's, if any (the
      * spares take most frees, retire.h), else the cache's newest. */
     if (w->nspare) {

@@ -18,6 +18,7 @@
 
 #define USCHED_TASK_MAGIC 0x75736368u /* "usch": a live task descriptor */
 #define USCHED_TASK_DEAD 0x64656164u  /* "dead": released descriptor */
+#define USCHED_TASK_CALLED 0x63616c6cu /* "call": the handle of a child run as a call (fiber.c) */
 
 /* An outside thread blocked in usched_join / usched_wait. */
 struct usched__owaiter {
@@ -52,18 +53,21 @@ struct usched_task {
     _Atomic uint32_t jstate;    /* USCHED__J_* bits: the join protocol (fiber.c, J1-J5) */
     int cpu;                    /* last CPU it ran on (-1: never ran) */
     uint8_t reuse_left;         /* sync answer reuses left (place.c; 0 at spawn: memo_* unset) */
-    struct usched_task *joiner; /* fiber waiting in join: written before USCHED__J_WAIT is set */
-    struct usched__owaiter *owaiter; /* outside thread waiting: likewise */
-    uint64_t id;
+    uint8_t fresh;              /* run times and policy state not yet zeroed: a spawn's short
+                                   path leaves them to the first run (sched.c, first_run), so a
+                                   child joined inline writes one line of its descriptor */
+    struct usched_task *joiner; /* fiber waiting in join: both written (one NULL) before */
+    struct usched__owaiter *owaiter; /* USCHED__J_WAIT is set, read only after it (J2, J3) */
     int bound;                  /* bound CPU, -1 if free (immutable) */
     _Atomic uint32_t in_gq;     /* on the global queue: written under gq_lock,
                                    read relaxed by a joiner (a hint) */
     usched_t *s;
+    void (*fn)(void *);         /* on the join line too: an inline join reads that line only */
+    void *arg;
     /* ---- written at spawn (spawn() writes these lines field by field, not
      * with a memset of the whole descriptor: a batch of spawns then writes
-     * three lines per child, not five) ---- */
-    void (*fn)(void *);
-    void *arg;
+     * three lines per child, not five; its short path, one and a word) ---- */
+    uint64_t id;
     usched__stack_t stack;
     uint64_t woke_ns, ran_ns, last_ran_ns; /* run times (USCHED_OPS_TRACK_TIME), read by the policy */
     uint64_t wake_ns;           /* wake-up latency: when usched__wake placed it, 0 once it ran */
@@ -90,8 +94,8 @@ struct usched_task {
     uint8_t memo_sync;          /* that wake-up had the SYNC hint (reused only for the same) */
     uint64_t last_wakee;        /* id of the fiber this one last woke */
     usched__fctx_t fctx;        /* made at first run (sched.c, first_run); owner: the worker running it */
-};
-_Static_assert(offsetof(struct usched_task, s) + sizeof(usched_t *) <= 64,
+} __attribute__((aligned(64))); /* the join line is a cache line */
+_Static_assert(offsetof(struct usched_task, arg) + sizeof(void *) <= 64,
                "a fiber's join line must fit in one cache line");
 _Static_assert(offsetof(struct usched_task, pstate) + 32 <= 192,
                "a spawn under the default policy (32 bytes of state) must write only a "

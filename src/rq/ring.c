@@ -235,6 +235,12 @@ void *usched__ring_peek_lifo(const usched__ring_spmc_t *r)
     return t == hidx(load_head(r)) ? NULL : slot_get(r, t - 1);
 }
 
+void *usched__ring_peek_head(const usched__ring_spmc_t *r)
+{
+    uint32_t t = own_tail(r), h = hidx(load_head(r));
+    return t == h ? NULL : slot_get(r, h);
+}
+
 bool usched__ring_take(usched__ring_spmc_t *r, const void *item)
 {
     for (;;) {

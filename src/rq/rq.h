@@ -67,6 +67,9 @@ void *usched__ring_pop_lifo(usched__ring_spmc_t *r);
 /* Owner only. The item the next LIFO pop would return, or NULL when empty;
  * a hint (a thief may take it first), for prefetching. */
 void *usched__ring_peek_lifo(const usched__ring_spmc_t *r);
+/* Owner only. The oldest item (the next a thief or a FIFO take gets), or
+ * NULL when empty; a hint, for prefetching. */
+void *usched__ring_peek_head(const usched__ring_spmc_t *r);
 /* Owner only. Takes `item` out of the ring wherever it is (found newest
  * first; the items above it move down one slot, keeping their order), with
  * one CAS. False if it is not in the ring (never was, or a thief took it). */
@@ -97,6 +100,13 @@ static inline uint32_t usched__ring_count(uint32_t head, uint32_t tail)
 {
     uint32_t n = tail - head;
     return n > RQ_RING_SIZE ? 0 : n;
+}
+/* Owner only, outside its own pushes and pops: the number of items (a
+ * consumer may take some meanwhile). Inline, unlike usched__ring_len. */
+static inline uint32_t usched__ring_len_owner(const usched__ring_spmc_t *r)
+{
+    return usched__ring_count((uint32_t)atomic_load_explicit(&r->head, memory_order_acquire),
+                              atomic_load_explicit(&r->tail, memory_order_relaxed));
 }
 /* Owner only, outside its own pushes and pops: the ring is empty. Consumers
  * only move head towards a tail that the owner alone moves, so one load of

@@ -20,6 +20,7 @@
     X(exits, "fibers finished")                                                  \
     X(yields, "usched_yield calls")                                              \
     X(joins_inline, "joins that ran the joined fiber inline (it had not started and still waited on this CPU)") \
+    X(spawns_called, "usched_spawn_call children run at once as a call (64 or more fibers waited on the spawner's CPU)") \
     X(blocks, "fibers that blocked (join, wait queue, sleep)")                   \
     X(wake_local, "wake-ups and spawns placed on the deciding CPU")              \
     X(wake_remote, "wake-ups and spawns handed to another CPU's inbox")          \

@@ -205,6 +205,11 @@ static void test_compare(void)
     expect_ok(r, "--no-probe report");
     ASSERT(!strstr(r.out, "cross-CPU"));
     done(r);
+    /* the warm-up before each run: the runs are made and reported as without */
+    r = run("fib", "--n", "15", "--runs", "2", "--policy", "usched", "--warmup", "20", "--json", NULL);
+    expect_ok(r, "--warmup");
+    ASSERT_EQ(count(r.out, "\"workload\":\"fib\""), 2);
+    done(r);
 }
 
 /* ---- peers -------------------------------------------------------------------------- */
@@ -540,6 +545,19 @@ static void test_children(void)
         }
     }
 
+    /* --call on one worker: of each batch of 1,000 the first 64 are fibers
+     * (joined inline), the rest run as calls; the bench checks that every
+     * child ran */
+    setenv("USCHED_KNOBS", "stall_us=0", 1);
+    r = run("spawn", "--n", "3000", "--call", "--runs", "1", "--policy", "usched", "--json", "--no-probe", "--cpus",
+            "0", NULL);
+    unsetenv("USCHED_KNOBS");
+    expect_ok(r, "spawn --call");
+    ASSERT_STR_CONTAINS(r.out, "\"call\":true");
+    ASSERT_EQ(json_counter(r.out, 0, "spawns_called"), 3 * (1000 - 64));
+    ASSERT_EQ(json_counter(r.out, 0, "joins_inline"), 3 * 64);
+    done(r);
+
     /* --cutoff reaches the peers' command line */
     char dir[] = "/tmp/usched-bench-cutoff-XXXXXX";
     ASSERT(mkdtemp(dir));
@@ -653,9 +671,13 @@ static void test_args(void)
     bad("pin '2': must be 0 or 1", "fib", "--compare", "pin=0;pin=2", NULL);
     bad("--noise '1025'", "fib", "--noise", "1025", NULL);
     bad("--noise '-1'", "fib", "--noise", "-1", NULL);
+    bad("--warmup '60001': must be in [0, 60000]", "fib", "--warmup", "60001", NULL);
+    bad("--warmup '1s': not an integer", "fib", "--warmup", "1s", NULL);
     bad("--cutoff: only fib", "spawn", "--cutoff", "4", NULL);
     bad("--cutoff '1'", "fib", "--cutoff", "1", NULL);
     bad("--no-inline: only fib, skynet and spawn", "select", "--no-inline", NULL);
+    bad("--call: only fib, skynet and spawn", "select", "--call", NULL);
+    bad("--call and --no-inline", "spawn", "--call", "--no-inline", NULL);
     bad("fresh '2': must be 0 or 1", "fib", "--compare", "fresh=0;fresh=2", NULL);
 }
 

@@ -3,6 +3,7 @@
  * waits (next slot or ring), a join of a child a thief took blocks and
  * returns its result, a join racing its child's exit from either side sees
  * the result, and a fork-join tree sums right across CPUs. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -177,6 +178,75 @@ static void test_inline_join(int reverse)
     ASSERT_OK(usched_spawn(s, &p, inline_parent, &r));
     ASSERT_OK(usched_join(p));
     ASSERT_EQ_U(stat_of(s, "joins_inline") - before, NCHILD);
+    usched_destroy(s);
+}
+
+/* ---- usched_spawn_call: a call once 64 fibers wait on the CPU -------------- */
+
+#define NCALL 100 /* the first 64 are queued as fibers, the other 36 run as calls */
+
+static struct child called[NCALL];
+static _Atomic int detached_ran;
+
+static void count_detached(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&detached_ran, 1);
+}
+
+static void call_parent(void *arg)
+{
+    uint64_t *parent_id = arg;
+    usched_task_t *t[NCALL];
+    *parent_id = usched_self_id();
+    ASSERT_EQ(usched_preempt_off(), 1); /* as in inline_parent */
+    for (int i = 0; i < NCALL; i++) {
+        int before = atomic_load(&seq);
+        ASSERT_OK(usched_spawn_call(usched_self(), &t[i], child_fn, &called[i]));
+        ASSERT(t[i] != NULL);
+        /* queued while fewer than 64 wait here; from then on, run before the return */
+        ASSERT_EQ(atomic_load(&seq) - before, i < 64 ? 0 : 1);
+        if (i >= 64) ASSERT_EQ_U(called[i].ran_as, *parent_id);
+    }
+    /* detached, with the queue still 64 deep: a call too */
+    ASSERT_OK(usched_spawn_call(usched_self(), NULL, count_detached, NULL));
+    ASSERT_EQ(atomic_load(&detached_ran), 1);
+    for (int i = 0; i < NCALL; i++) ASSERT_OK(usched_join(t[i]));
+    /* a second join of a child run as a call is not an error: it finished */
+    ASSERT_OK(usched_join(t[NCALL - 1]));
+    for (int i = 0; i < NCALL; i++) ASSERT_EQ_U(called[i].ran_as, *parent_id);
+    /* the queue is empty again: the next one is a fiber, joined inline */
+    usched_task_t *u;
+    int before = atomic_load(&seq);
+    ASSERT_OK(usched_spawn_call(usched_self(), &u, child_fn, &called[0]));
+    ASSERT_EQ(atomic_load(&seq), before);
+    ASSERT_OK(usched_join(u));
+    ASSERT_EQ(atomic_load(&seq), before + 1);
+    ASSERT_EQ(usched_preempt_on(), 0);
+}
+
+static void test_spawn_call(void)
+{
+    usched_t *s = start_on("pack:1 core:1 pu:1", "usched");
+    atomic_store(&seq, 0);
+    uint64_t calls = stat_of(s, "spawns_called"), spawns = stat_of(s, "spawns");
+    uint64_t parent_id = 0;
+    usched_task_t *p;
+    ASSERT_OK(usched_spawn(s, &p, call_parent, &parent_id));
+    ASSERT_OK(usched_join(p));
+    ASSERT_EQ_U(stat_of(s, "spawns_called") - calls, NCALL - 64 + 1);
+    ASSERT_EQ_U(stat_of(s, "spawns") - spawns, 64 + 1); /* the queued and the last (the parent: spawns_outside) */
+    /* outside a fiber it is usched_spawn: the child is a fiber */
+    usched_task_t *t;
+    ASSERT_OK(usched_spawn_call(s, &t, count_detached, NULL));
+    ASSERT_OK(usched_join(t));
+    ASSERT_EQ(atomic_load(&detached_ran), 2);
+    ASSERT_EQ_U(stat_of(s, "spawns_called") - calls, NCALL - 64 + 1);
+    /* bad arguments get usched_spawn's errors */
+    t = (usched_task_t *)&t;
+    ASSERT_EQ(usched_spawn_call(s, &t, NULL, NULL), -EINVAL);
+    ASSERT(t == NULL);
+    ASSERT_EQ(usched_spawn_call(NULL, &t, count_detached, NULL), -EINVAL);
     usched_destroy(s);
 }
 
@@ -359,6 +429,7 @@ int main(void)
     test_inline_join(0);
     test_inline_join(1);
     test_inline_join_spilled();
+    test_spawn_call();
     test_join_stolen();
     test_join_race();
     test_tree("pack:1 core:2 pu:1");

@@ -61,6 +61,7 @@ struct bench_config {
     int runs;
     bool json, peers, progress, probe;
     int noise;                 /* --noise N */
+    int warmup_ms;             /* --warmup MS: spin every CPU before each run (0: none) */
     const char *peers_dir_opt; /* --peers-dir */
     const char *trace;         /* --trace FILE */
     int child_variant, child_run; /* --fresh-child V,R (-1: not a fresh child) */

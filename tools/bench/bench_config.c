@@ -48,6 +48,9 @@ static const char bench_usage[] =
     "      --no-inline      fib, skynet, spawn: join each child only after it started,\n"
     "                       so that every child runs as a fiber on its own stack (by\n"
     "                       default a join of an unstarted child runs it inline)\n"
+    "      --call           fib, skynet, spawn: spawn with usched_spawn_call, which runs\n"
+    "                       a child at once as a call when 64 fibers wait on the CPU\n"
+    "                       (as OpenMP runs a task undeferred)\n"
     "      --fresh          run each usched run in a new process (this executable\n"
     "                       re-executed), as the peers run; also a --compare key\n"
     "                       (fresh=0, fresh=1)\n"
@@ -61,6 +64,9 @@ static const char bench_usage[] =
     "                       peer writes Go's execution trace, FILE-<variant>-<run>.gotrace\n"
     "      --noise N        N busy processes beside every run (a noisy neighbour;\n"
     "                       they start before the first run, die after the last)\n"
+    "      --warmup MS      before each run, spin every CPU this process may use for\n"
+    "                       MS milliseconds (default 0; a virtual machine's CPU that\n"
+    "                       idled runs slower for a few hundred ms once work returns)\n"
     "      --no-probe       skip the cross-CPU probe before each run (a cache line\n"
     "                       passed between the first two CPUs; its round trip shows\n"
     "                       where a virtual machine's host placed them)\n"
@@ -95,7 +101,7 @@ static const char net_usage[] =
 
 enum {
     O_COMPARE = 256, O_PEERS, O_PEERS_DIR, O_JSON, O_CLIENTS, O_PROGRESS, O_NOISE, O_TRACE, O_NO_PROBE,
-    O_CUTOFF, O_NO_INLINE, O_FRESH, O_FRESH_CHILD,
+    O_CUTOFF, O_NO_INLINE, O_FRESH, O_FRESH_CHILD, O_WARMUP, O_CALL,
     /* the network workloads' own */
     O_LAYOUT, O_PIPELINE, O_SCRIPT, O_SCALE,
 };
@@ -111,6 +117,7 @@ static const struct option long_opts[] = {
     {"progress", no_argument, NULL, O_PROGRESS}, {"emulate", no_argument, NULL, 'e'},
     {"trace", required_argument, NULL, O_TRACE},
     {"noise", required_argument, NULL, O_NOISE}, {"no-probe", no_argument, NULL, O_NO_PROBE},
+    {"warmup", required_argument, NULL, O_WARMUP}, {"call", no_argument, NULL, O_CALL},
     {"cutoff", required_argument, NULL, O_CUTOFF}, {"no-inline", no_argument, NULL, O_NO_INLINE},
     {"fresh", no_argument, NULL, O_FRESH},       {"fresh-child", required_argument, NULL, O_FRESH_CHILD},
     {"layout", required_argument, NULL, O_LAYOUT}, {"pipeline", required_argument, NULL, O_PIPELINE},
@@ -310,8 +317,16 @@ static int parse_option(struct bench_config *c, int o, char **argv, struct ints 
     case O_PROGRESS: c->progress = true; break;
     case O_TRACE: c->trace = optarg; break;
     case O_NO_PROBE: c->probe = false; break;
+    case O_WARMUP: {
+        long ms;
+        int rc = parse_long(e, "--warmup", optarg, 0, 60000, &ms);
+        if (rc) return rc;
+        c->warmup_ms = (int)ms;
+        break;
+    }
     case O_CUTOFF: return parse_long(e, "--cutoff", optarg, 2, 60, &v->cutoff);
     case O_NO_INLINE: c->p.no_inline = 1; break;
+    case O_CALL: c->p.call = 1; break;
     case O_FRESH: b->fresh = true; break;
     case O_FRESH_CHILD:
         if (sscanf(optarg, "%d,%d", &c->child_variant, &c->child_run) != 2 || c->child_variant < 0 ||
@@ -338,6 +353,10 @@ static int check_config(struct bench_config *c, const char *wname, const struct 
     if (cutoff) c->p.cutoff = (int)cutoff;
     if (c->p.no_inline && c->wl->run != bench_fib && c->wl->run != bench_skynet && c->wl->run != bench_spawn)
         return bench_usage_error(e, "bench", "--no-inline: only fib, skynet and spawn join children, not %s", wname);
+    if (c->p.call && c->wl->run != bench_fib && c->wl->run != bench_skynet && c->wl->run != bench_spawn)
+        return bench_usage_error(e, "bench", "--call: only fib, skynet and spawn spawn children, not %s", wname);
+    if (c->p.call && c->p.no_inline)
+        return bench_usage_error(e, "bench", "--call and --no-inline: a child run as a call has no fiber to wait for");
     c->p.n = have_n ? v->n : c->wl->info->default_n;
     if (check_n(c, c->p.n, have_n, e)) return 2;
     if (c->peers_dir_opt && !c->peers) return bench_usage_error(e, "bench", "--peers-dir needs --peers");

@@ -111,6 +111,7 @@ void bench_json_run(const struct variant *v, int run, double value, const uint64
     printf(",\"threads\":%d,\"noise\":%d,\"run\":%d", v->ncpus, B.c->noise, run + 1);
     if (B.c->wl->run == bench_fib) printf(",\"cutoff\":%d", B.c->p.cutoff);
     if (B.c->p.no_inline) printf(",\"no_inline\":true");
+    if (B.c->p.call) printf(",\"call\":true");
     /* where the run happened: a process of its own, or inside this one */
     printf(",\"process\":\"%s\"", v->peer || v->set.fresh ? "fresh" : "bench");
     printf(",\"value\":");

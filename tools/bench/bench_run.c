@@ -355,6 +355,8 @@ static int run_point(const char *server_cpus)
             /* Between runs, on a machine otherwise as quiet as the runs
              * leave it: 10,000 round trips, 1-4 ms here. */
             v->xfer[r] = B.probe ? bench_xfer_probe(B.xa, B.xb, 10000) : NAN;
+            if (bench_warmup(c->warmup_ms) < 0)
+                fputs("usched bench: --warmup: a spinning thread could not start\n", stderr);
             if (c->noise) {
                 B.noise_c0 = bench_noise_cpu_s();
                 B.noise_t0 = bench_now();

@@ -116,10 +116,12 @@ void bench_root(usched_t *s, void (*fn)(void *), void *arg)
 
 /* Spawns a joinable fiber from a fiber; on failure records it and runs fn
  * inline, so the computation (and its check) still completes. */
+static bool call; /* --call (bench_params.call): set by each run of fib, skynet and spawn */
+
 static usched_task_t *spawn_or_inline(void (*fn)(void *), void *arg)
 {
     usched_task_t *t;
-    if (usched_spawn(usched_self(), &t, fn, arg) == 0) return t;
+    if ((call ? usched_spawn_call : usched_spawn)(usched_self(), &t, fn, arg) == 0) return t;
     bench_fail("spawn: %s", usched_last_error());
     fn(arg);
     return NULL;
@@ -193,6 +195,7 @@ int bench_fib(usched_t *s, const struct bench_params *p, struct bench_out *out)
 {
     struct fib f = {.n = (int)p->n, .cutoff = p->cutoff};
     no_inline = p->no_inline;
+    call = p->call;
     bench_root(s, fib_root, &f);
     if (f.result != peer_fib_expected(f.n))
         bench_fail("fib(%d) = %ld, expected %ld", f.n, f.result, peer_fib_expected(f.n));
@@ -250,6 +253,7 @@ int bench_skynet(usched_t *s, const struct bench_params *p, struct bench_out *ou
 {
     struct sky_root r = {.top = {.num = 0, .size = p->n}};
     no_inline = p->no_inline;
+    call = p->call;
     bench_root(s, sky_root, &r);
     if (r.top.sum != peer_skynet_expected(p->n))
         bench_fail("skynet(%ld leaves): sum %lld, expected %lld", p->n, r.top.sum,
@@ -294,6 +298,7 @@ int bench_spawn(usched_t *s, const struct bench_params *p, struct bench_out *out
 {
     struct spawn_run r = {.p = p};
     no_inline = p->no_inline;
+    call = p->call;
     bench_root(s, spawn_root, &r);
     if (atomic_load(&r.ran) != r.done)
         bench_fail("spawn: %ld fibers spawned, %ld ran", r.done, atomic_load(&r.ran));

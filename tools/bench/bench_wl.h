@@ -30,6 +30,8 @@ struct bench_params {
     int no_inline;     /* fib, skynet, spawn: join a child only once it has
                         * started, so that every child runs as a fiber on its
                         * own stack (no join runs it on the joiner's) */
+    int call;          /* fib, skynet, spawn: spawn with usched_spawn_call, which
+                        * runs a child as a call once 64 wait on the CPU */
 };
 
 /* One run's outcome: value in the workload's unit, or an error message. */

@@ -121,3 +121,44 @@ double bench_xfer_probe(int a, int b, int rounds)
     pthread_join(pt, NULL);
     return t.ns;
 }
+
+struct spin_arg {
+    double until;
+    unsigned long sum; /* the loop's result, kept so that it is computed */
+};
+
+/* Plain arithmetic, no pause instruction: a hypervisor may take a vCPU that
+ * pauses in a loop for idle (KVM's pause-loop exiting), which is what the
+ * warm-up is to undo. */
+static void *spin(void *arg)
+{
+    struct spin_arg *a = arg;
+    unsigned long x = 1;
+    while (now_s() < a->until)
+        for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ul + 1442695040888963407ul;
+    a->sum = x;
+    return NULL;
+}
+
+int bench_warmup(double ms)
+{
+    if (!(ms > 0)) return 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) < 0) return -1;
+    enum { MAX = 1024 };
+    static pthread_t th[MAX];
+    static struct spin_arg args[MAX];
+    double until = now_s() + ms * 1e-3;
+    int n = 0, rc = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < MAX; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        args[n] = (struct spin_arg){.until = until};
+        if (start_on(&th[n], c, spin, &args[n]) < 0) {
+            rc = -1;
+            break;
+        }
+        n++;
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    return rc;
+}

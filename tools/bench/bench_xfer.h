@@ -25,4 +25,13 @@ int bench_xfer_cpus(int *a, int *b);
  * given to other work meanwhile). The caller's own affinity is untouched. */
 double bench_xfer_probe(int a, int b, int rounds);
 
+/* The warm-up before each run (--warmup MS): one thread pinned to each CPU
+ * this thread may use spins for ms milliseconds. On the project's virtual
+ * machines a CPU that was idle runs slower for a few hundred milliseconds
+ * once work comes back (a one-CPU spawn run of 0.3 s: 37-40 ns a spawn after
+ * a second of idling, 25-31 ns after 0.3 s of spinning), so the first run of
+ * an invocation, and a run after a pause, measured the host's ramp and not
+ * the system. 0 when done (or ms <= 0), -1 when a thread could not start. */
+int bench_warmup(double ms);
+
 #endif
