@@ -105,8 +105,8 @@ int usched_spawn_on(usched_t *s, usched_task_t **out, int cpu, void (*fn)(void *
 
 /* As usched_spawn, for a child that may run at once as a plain call: when
  * the caller is a fiber of s and at least 64 fibers already wait on its CPU
- * (queued, not started), fn(arg) runs right here on the caller's stack
- * before the call returns - as OpenMP runs a task undeferred once its queue
+ * (queued, not started), and half of its stack is free, fn(arg) runs
+ * right here on the caller's stack before the call returns - as OpenMP runs a task undeferred once its queue
  * is that long - and *out (if not NULL) receives a handle of a finished
  * child, whose joins return 0 at once. Otherwise it is usched_spawn. The
  * child must therefore not wait for anything the caller does after the

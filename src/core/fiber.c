@@ -124,8 +124,9 @@ static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bou
  * The short path of a spawn by a fiber of this scheduler under a policy
  * whose answer is the next slot (USCHED_OPS_FORK_NEXT), with a spare fiber
  * at hand: the spare's stack is already in it, and only the descriptor's
- * first line and fn/arg are written - the run times and the policy state
- * wait for a first run (fresh), which a child joined inline never has. The
+ * first line (the join state, fn and arg) and the id are written - the run
+ * times and the policy state wait for a first run (fresh), which a child
+ * joined inline never has. The
  * checks that spawn() makes are implied here: the caller is a fiber of s,
  * so s is started; `stopping` is still read (destroy waits for this fiber).
  */
@@ -167,11 +168,19 @@ USCHED_EXPORT int usched_spawn(usched_t *s, usched_task_t **out, void (*fn)(void
  * queued): with that many fibers waiting on this CPU, another one would
  * only wait longer, and its spawn, queueing and join would cost more than
  * its run. The caller promised that the child does not wait for anything
- * it does later. Its handle is called_task, finished: joins return 0.
+ * it does later. Its handle is called_task, finished: joins return 0. As
+ * for an inline join, only with half of the caller's stack still free, so
+ * that children calling children cannot overflow it.
  */
 #define CALL_DEPTH 64
 
 static struct usched_task called_task = {.magic = USCHED_TASK_CALLED};
+
+static bool stack_half_free(const struct usched_task *me)
+{
+    size_t used = (size_t)((char *)me->stack.lo + me->stack.size - (char *)__builtin_frame_address(0));
+    return used <= me->stack.size / 2;
+}
 
 USCHED_EXPORT int usched_spawn_call(usched_t *s, usched_task_t **out, void (*fn)(void *), void *arg)
 {
@@ -179,7 +188,7 @@ USCHED_EXPORT int usched_spawn_call(usched_t *s, usched_task_t **out, void (*fn)
     if (w && w->s == s && w->cur && fn &&
         usched__ring_len_owner(&w->ring) + (atomic_load_explicit(&w->next, memory_order_relaxed) != NULL) >=
             CALL_DEPTH &&
-        !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+        stack_half_free(w->cur) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
         if (out) *out = &called_task;
         usched__stat_add(&w->stats, USCHED_STAT_spawns_called, 1);
         fn(arg);
@@ -332,9 +341,7 @@ static bool join_take(struct usched__wk *w, struct usched_task *t)
  * take, without JOINED. */
 static bool join_inline(struct usched__wk *w, struct usched_task *t, uint32_t st)
 {
-    struct usched_task *me = w->cur;
-    size_t used = (size_t)((char *)me->stack.lo + me->stack.size - (char *)__builtin_frame_address(0));
-    if (used > me->stack.size / 2) return false;
+    if (!stack_half_free(w->cur)) return false;
     if (!join_take(w, t)) return false;
     /* Taken before it started: no exit will come and no other CPU can take
      * it, so nothing else writes jstate (J2); a plain store makes a second

@@ -225,6 +225,62 @@ static void call_parent(void *arg)
     ASSERT_EQ(usched_preempt_on(), 0);
 }
 
+/* A chain of children that each spawn the next with usched_spawn_call, with
+ * 64 fibers queued beneath them: far more levels than one stack holds. Each
+ * runs the next as a call only while half of its stack is free; past that
+ * the next is a fiber with its own stack (joined by blocking, as an inline
+ * join checks the same), so the chain completes instead of overflowing. */
+#define NLEVELS 4000
+static _Atomic int levels;
+
+static void deep(void *arg)
+{
+    volatile char frame[512]; /* stack a level uses */
+    frame[0] = (char)(intptr_t)arg;
+    int depth = (int)(intptr_t)arg;
+    atomic_fetch_add(&levels, 1);
+    if (depth + 1 < NLEVELS) {
+        usched_task_t *t;
+        ASSERT_OK(usched_spawn_call(usched_self(), &t, deep, (void *)(intptr_t)(depth + 1)));
+        ASSERT_OK(usched_join(t));
+    }
+    ASSERT_EQ(frame[0], (char)(intptr_t)arg);
+}
+
+static void deep_parent(void *arg)
+{
+    (void)arg;
+    usched_task_t *t[64];
+    ASSERT_EQ(usched_preempt_off(), 1);
+    for (int i = 0; i < 64; i++) ASSERT_OK(usched_spawn(usched_self(), &t[i], count_detached, NULL));
+    deep((void *)(intptr_t)0);
+    for (int i = 0; i < 64; i++) ASSERT_OK(usched_join(t[i]));
+    ASSERT_EQ(usched_preempt_on(), 0);
+}
+
+static void test_spawn_call_deep(void)
+{
+    usched_t *s;
+    ASSERT_OK(usched_create(&s));
+    ASSERT_OK(usched_set(s, "topology", "pack:1 core:1 pu:1"));
+    ASSERT_OK(usched_set(s, "policy", "usched"));
+    ASSERT_OK(usched_set(s, "stack_size", "64k"));
+    ASSERT_OK(usched_set(s, "knobs", "stall_us=0"));
+    ASSERT_OK(usched_start(s));
+    uint64_t calls = stat_of(s, "spawns_called"), spawns = stat_of(s, "spawns");
+    atomic_store(&levels, 0);
+    usched_task_t *p;
+    ASSERT_OK(usched_spawn(s, &p, deep_parent, NULL));
+    ASSERT_OK(usched_join(p));
+    ASSERT_EQ(atomic_load(&levels), NLEVELS);
+    uint64_t called = stat_of(s, "spawns_called") - calls, fibers = stat_of(s, "spawns") - spawns - 64;
+    /* some levels ran as calls, and some, where a stack was half used, as fibers */
+    ASSERT_GT(called, 0);
+    ASSERT_GT(fibers, 0);
+    ASSERT_EQ_U(called + fibers, NLEVELS - 1);
+    usched_destroy(s);
+}
+
 static void test_spawn_call(void)
 {
     usched_t *s = start_on("pack:1 core:1 pu:1", "usched");
@@ -430,6 +486,7 @@ int main(void)
     test_inline_join(1);
     test_inline_join_spilled();
     test_spawn_call();
+    test_spawn_call_deep();
     test_join_stolen();
     test_join_race();
     test_tree("pack:1 core:2 pu:1");
