@@ -13,7 +13,7 @@
 # on (hand-written sections) is kept, after the generated part.
 #
 # usage: scripts/benchmarks-md.sh [-b USCHED_BINARY] [-o OUTPUT] [-r RUNS]
-#                                 [-d SECONDS] [-w 'WORKLOAD ...'] [-W] [-- BENCH_ARGS...]
+#                                 [-d SECONDS] [-w 'WORKLOAD ...'] [-W] [-u MS] [-- BENCH_ARGS...]
 #   -b  the usched CLI (default: build/usched)
 #   -o  output file (default: BENCHMARKS.md; '-' for stdout)
 #   -r  runs per system (default 5)
@@ -23,6 +23,8 @@
 #       carry its own arguments after a colon, comma-separated:
 #       'fib:--n,32,--cutoff,4'
 #   -W  run usched inside the bench process (no --fresh)
+#   -u  --warmup: ms every CPU spins before each run (default 300; a virtual
+#       machine's CPU that idled runs slower for a few hundred ms; 0: none)
 #   after --, more `usched bench` arguments (e.g. --peers-dir DIR)
 set -eu
 
@@ -31,15 +33,18 @@ out=BENCHMARKS.md
 runs=5
 dur=2
 # fib with the spawn-bound cutoff beside the default; spawn, skynet and fib
-# with every child run as a fiber (--no-inline) beside the inline joins
+# with every child run as a fiber (--no-inline) beside the inline joins, and
+# spawn with usched_spawn_call (--call), OpenMP's rule
 workloads="pairs select build fib fib:--n,32,--cutoff,4 fib:--n,32,--cutoff,4,--no-inline skynet
-           skynet:--no-inline pingpong yield spawn spawn:--no-inline echo echo100 tbench pgbench redis http"
+           skynet:--no-inline pingpong yield spawn spawn:--no-inline spawn:--call echo echo100 tbench pgbench
+           redis http"
 fresh=--fresh
+warmup=300
 usage() {
     sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//' >&2
     exit 2
 }
-while getopts b:o:r:d:w:Wh opt; do
+while getopts b:o:r:d:w:Wu:h opt; do
     case $opt in
     b) bin=$OPTARG ;;
     o) out=$OPTARG ;;
@@ -47,6 +52,7 @@ while getopts b:o:r:d:w:Wh opt; do
     d) dur=$OPTARG ;;
     w) workloads=$OPTARG ;;
     W) fresh="" ;;
+    u) warmup=$OPTARG ;;
     *) usage ;;
     esac
 done
@@ -249,10 +255,10 @@ for spec in $workloads; do
     f=$fresh
     [ $net = 1 ] && f=""
     title="$w${extra:+ $extra}"
-    cmd="usched bench $title --policy usched --peers --json --runs $runs --duration $dur${f:+ $f}${*:+ $*}"
+    cmd="usched bench $title --policy usched --peers --json --runs $runs --duration $dur --warmup $warmup${f:+ $f}${*:+ $*}"
     echo "benchmarks-md.sh: $cmd" >&2
     # shellcheck disable=SC2086
-    if ! "$bin" bench "$w" $extra --policy usched --peers --json --runs "$runs" --duration "$dur" $f "$@" >"$tmp/$i.json"; then
+    if ! "$bin" bench "$w" $extra --policy usched --peers --json --runs "$runs" --duration "$dur" --warmup "$warmup" $f "$@" >"$tmp/$i.json"; then
         echo "benchmarks-md.sh: '$cmd' failed" >&2
         exit 1
     fi
