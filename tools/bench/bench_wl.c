@@ -114,10 +114,11 @@ void bench_root(usched_t *s, void (*fn)(void *), void *arg)
     if ((r = usched_join(t)) < 0) bench_fail("join of the root fiber: %s", usched_strerror(r));
 }
 
-/* Spawns a joinable fiber from a fiber; on failure records it and runs fn
- * inline, so the computation (and its check) still completes. */
 static bool call; /* --call (bench_params.call): set by each run of fib, skynet and spawn */
 
+/* Spawns a joinable fiber from a fiber (with --call, one that may run at
+ * once as a call); on failure records it and runs fn inline, so the
+ * computation (and its check) still completes. */
 static usched_task_t *spawn_or_inline(void (*fn)(void *), void *arg)
 {
     usched_task_t *t;
