@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
-#include <string.h>
 
 #include "base/error.h"
 #include "base/export.h"
@@ -60,6 +59,42 @@ static uint64_t next_id(usched_t *s, struct usched__wk *w)
     return atomic_fetch_add(&s->life.next_id_block, 1);
 }
 
+/* The newest of w's spare fibers (w->nspare > 0), with the stack it kept. */
+static inline struct usched_task *spare_take(struct usched__wk *w)
+{
+    struct usched_task *t = w->spare[--w->nspare];
+    /* for the spawn after the next one, as the descriptor cache does */
+    if (w->nspare >= 2) usched__desc_prefetch(w->spare[w->nspare - 2]);
+    return t;
+}
+
+/*
+ * A new fiber's descriptor, field by field (task.h): the join line (the
+ * join state, fn and arg), then the id; the run times and the policy state
+ * are left to the first run (fresh) unless the caller zeroes them; the
+ * context, the links and the rest are written where they are first used.
+ * joiner and owaiter are written by a join before it sets WAIT (J2). Then
+ * the live count and the handle.
+ */
+static inline void task_begin(usched_t *s, struct usched__wk *w, struct usched_task *t, usched_task_t **out,
+                              int bound, void (*fn)(void *), void *arg)
+{
+    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
+    atomic_store_explicit(&t->jstate, out ? 0 : USCHED__J_JOINED | USCHED__J_DETACHED,
+                          memory_order_relaxed); /* J1 */
+    t->cpu = -1;
+    t->reuse_left = 0;
+    t->fresh = 1;
+    t->bound = bound;
+    atomic_store_explicit(&t->in_gq, 0, memory_order_relaxed);
+    t->s = s;
+    t->fn = fn;
+    t->arg = arg;
+    t->id = next_id(s, w);
+    usched__live_add(s, w);
+    if (out) *out = t;
+}
+
 static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bound, void (*fn)(void *),
                  void *arg)
 {
@@ -82,9 +117,7 @@ static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bou
      * this scheduler's size (usched__task_free, retire.h). */
     usched__stack_t st;
     if (w && w->nspare) {
-        t = w->spare[--w->nspare];
-        /* for the spawn after the next one, as the descriptor cache does */
-        if (w->nspare >= 2) usched__desc_prefetch(w->spare[w->nspare - 2]);
+        t = spare_take(w);
         st = t->stack;
     } else {
         if (usched__desc_get(w ? &w->descs : NULL, &t) < 0)
@@ -95,25 +128,12 @@ static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bou
             return usched__error(-rc, "spawn: cannot allocate a %zu-byte stack", s->cfg.stack_size);
         }
     }
-    /* Field by field (core.h): the join line whole, then what is read
-     * before it is written; the context, the links and the rest are
-     * written where they are first used. */
-    memset(t, 0, offsetof(struct usched_task, fn));
-    t->s = s;
-    t->fn = fn;
-    t->arg = arg;
+    task_begin(s, w, t, out, bound, fn, arg);
     t->stack = st;
     usched__task_fresh_zero(s, t); /* the policy may see it now (place_on) */
-    t->cpu = -1;
-    t->bound = bound;
-    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
-    t->id = next_id(s, w);
-    if (!out) atomic_store_explicit(&t->jstate, USCHED__J_JOINED | USCHED__J_DETACHED, memory_order_relaxed); /* J1 */
-    usched__live_add(s, w);
-    if (out) *out = t;
     usched__stat_inc(w, s, w ? USCHED_STAT_spawns : USCHED_STAT_spawns_outside);
 
-    if (w && bound < 0 && (s->ops->flags & USCHED_OPS_FORK_NEXT))
+    if (w && bound < 0 && s->fork_next)
         usched__place_fork(s, w, t); /* the policy's declared answer to a spawn by a fiber (policy.h) */
     else
         usched__place_on(s, w, t, USCHED_SEL_FORK);
@@ -126,28 +146,13 @@ static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bou
  * at hand: the spare's stack is already in it, and only the descriptor's
  * first line (the join state, fn and arg) and the id are written - the run
  * times and the policy state wait for a first run (fresh), which a child
- * joined inline never has. The
- * checks that spawn() makes are implied here: the caller is a fiber of s,
+ * joined inline never has. The checks that spawn() makes are implied here: the caller is a fiber of s,
  * so s is started; `stopping` is still read (destroy waits for this fiber).
  */
 static int spawn_next(usched_t *s, struct usched__wk *w, usched_task_t **out, void (*fn)(void *), void *arg)
 {
-    struct usched_task *t = w->spare[--w->nspare];
-    if (w->nspare >= 2) usched__desc_prefetch(w->spare[w->nspare - 2]); /* as spawn() */
-    __atomic_store_n(&t->magic, USCHED_TASK_MAGIC, __ATOMIC_RELAXED);
-    atomic_store_explicit(&t->jstate, out ? 0 : USCHED__J_JOINED | USCHED__J_DETACHED,
-                          memory_order_relaxed); /* J1 */
-    t->cpu = -1;
-    t->reuse_left = 0;
-    t->fresh = 1;
-    t->bound = -1;
-    atomic_store_explicit(&t->in_gq, 0, memory_order_relaxed);
-    t->s = s;
-    t->fn = fn;
-    t->arg = arg;
-    t->id = next_id(s, w);
-    usched__live_add(s, w);
-    if (out) *out = t;
+    struct usched_task *t = spare_take(w);
+    task_begin(s, w, t, out, -1, fn, arg);
     usched__stat_add(&w->stats, USCHED_STAT_spawns, 1);
     usched__place_fork(s, w, t);
     return 0;

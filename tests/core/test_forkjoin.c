@@ -16,12 +16,13 @@
 /* policy NULL: the one of the environment (the per-policy reruns set it);
  * the order and inline tests ask for the default policy, whose placement
  * (a spawn on the spawner's CPU) they rely on. */
-static usched_t *start_on(const char *topology, const char *policy)
+static usched_t *start_with(const char *topology, const char *policy, const char *stack_size)
 {
     usched_t *s;
     ASSERT_OK(usched_create(&s));
     ASSERT_OK(usched_set(s, "topology", topology));
     if (policy) ASSERT_OK(usched_set(s, "policy", policy));
+    if (stack_size) ASSERT_OK(usched_set(s, "stack_size", stack_size));
     /* The stall monitor off: under sanitizers a parent spawning hundreds of
      * children holds its CPU past stall_us, and the monitor then serves that
      * CPU's queues elsewhere (docs/monitor.md), which is not the queue
@@ -29,6 +30,19 @@ static usched_t *start_on(const char *topology, const char *policy)
     ASSERT_OK(usched_set(s, "knobs", "stall_us=0"));
     ASSERT_OK(usched_start(s));
     return s;
+}
+
+static usched_t *start_on(const char *topology, const char *policy)
+{
+    return start_with(topology, policy, NULL);
+}
+
+/* From the test's thread: fn(arg) as a fiber of s, joined. */
+static void run_fiber(usched_t *s, void (*fn)(void *), void *arg)
+{
+    usched_task_t *p;
+    ASSERT_OK(usched_spawn(s, &p, fn, arg));
+    ASSERT_OK(usched_join(p));
 }
 
 static uint64_t stat_of(usched_t *s, const char *name)
@@ -64,10 +78,8 @@ static void lifo_parent(void *arg)
 static void test_lifo_order(void)
 {
     usched_t *s = start_on("pack:1 core:1 pu:1", "usched");
-    usched_task_t *p;
     atomic_store(&norder, 0);
-    ASSERT_OK(usched_spawn(s, &p, lifo_parent, NULL));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, lifo_parent, NULL);
     ASSERT_OK(usched_wait(s)); /* the parent may have been the one FIFO pick */
     ASSERT_EQ(atomic_load(&norder), NCHILD + 1);
     /* Expected ranks NCHILD-1, ..., 0, -1: strictly falling once at most one
@@ -160,9 +172,7 @@ static void test_inline_join_spilled(void)
     atomic_store(&seq, 0);
     uint64_t before = stat_of(s, "joins_inline"), overflows = stat_of(s, "ring_overflows");
     uint64_t parent_id = 0;
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, many_parent, &parent_id));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, many_parent, &parent_id);
     ASSERT_GT(stat_of(s, "ring_overflows") - overflows, 0); /* the case under test happened */
     ASSERT_EQ_U(stat_of(s, "joins_inline") - before, NMANY);
     usched_destroy(s);
@@ -174,9 +184,7 @@ static void test_inline_join(int reverse)
     struct inline_run r = {.reverse = reverse};
     atomic_store(&seq, 0);
     uint64_t before = stat_of(s, "joins_inline");
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, inline_parent, &r));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, inline_parent, &r);
     ASSERT_EQ_U(stat_of(s, "joins_inline") - before, NCHILD);
     usched_destroy(s);
 }
@@ -260,18 +268,10 @@ static void deep_parent(void *arg)
 
 static void test_spawn_call_deep(void)
 {
-    usched_t *s;
-    ASSERT_OK(usched_create(&s));
-    ASSERT_OK(usched_set(s, "topology", "pack:1 core:1 pu:1"));
-    ASSERT_OK(usched_set(s, "policy", "usched"));
-    ASSERT_OK(usched_set(s, "stack_size", "64k"));
-    ASSERT_OK(usched_set(s, "knobs", "stall_us=0"));
-    ASSERT_OK(usched_start(s));
+    usched_t *s = start_with("pack:1 core:1 pu:1", "usched", "64k");
     uint64_t calls = stat_of(s, "spawns_called"), spawns = stat_of(s, "spawns");
     atomic_store(&levels, 0);
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, deep_parent, NULL));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, deep_parent, NULL);
     ASSERT_EQ(atomic_load(&levels), NLEVELS);
     uint64_t called = stat_of(s, "spawns_called") - calls, fibers = stat_of(s, "spawns") - spawns - 64;
     /* some levels ran as calls, and some, where a stack was half used, as fibers */
@@ -287,9 +287,7 @@ static void test_spawn_call(void)
     atomic_store(&seq, 0);
     uint64_t calls = stat_of(s, "spawns_called"), spawns = stat_of(s, "spawns");
     uint64_t parent_id = 0;
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, call_parent, &parent_id));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, call_parent, &parent_id);
     ASSERT_EQ_U(stat_of(s, "spawns_called") - calls, NCALL - 64 + 1);
     ASSERT_EQ_U(stat_of(s, "spawns") - spawns, 64 + 1); /* the queued and the last (the parent: spawns_outside) */
     /* outside a fiber it is usched_spawn: the child is a fiber */
@@ -347,9 +345,7 @@ static void test_join_stolen(void)
 {
     usched_t *s = start_on("pack:1 core:2 pu:1", NULL);
     struct stolen_run r = {0};
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, stolen_parent, &r));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, stolen_parent, &r);
     usched_destroy(s);
 }
 
@@ -472,9 +468,7 @@ static void test_tree(const char *topology)
     long sc = test_scale(100000);
     long long leaves = sc >= 100000 ? 100000 : sc >= 10000 ? 10000 : 1000;
     struct tree root = {.num = 0, .size = leaves};
-    usched_task_t *p;
-    ASSERT_OK(usched_spawn(s, &p, tree_fn, &root));
-    ASSERT_OK(usched_join(p));
+    run_fiber(s, tree_fn, &root);
     ASSERT_EQ(root.sum, leaves * (leaves - 1) / 2);
     usched_destroy(s);
 }
