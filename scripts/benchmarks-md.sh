@@ -157,27 +157,52 @@ xfer() {
     }' "$1"
 }
 
-# load_sentence START END NPROC: what the machine was doing, from the 1-minute
-# load averages at start and end: quiet only when both stayed below 0.5.
+# sample_others N: appends N samples, 0.1 s apart, of how many processes other
+# than the sampler itself were running or runnable (/proc/stat's
+# procs_running, less the sampling shell) to $tmp/others. Taken before the first
+# workload, between workloads and after the last, when no process of the
+# benchmark runs: the load average cannot say this, as its last minute counts
+# the benchmark's own processes.
+sample_others() {
+    j=0
+    while [ "$j" -lt "$1" ]; do
+        # read and echo are built in: the shell is the one running sampler
+        if [ -r /proc/stat ]; then
+            while read -r key val rest; do
+                [ "$key" = procs_running ] && echo $((val - 1)) >>"$tmp/others"
+            done </proc/stat
+        fi
+        j=$((j + 1))
+        sleep 0.1
+    done
+}
+
+# load_sentence NPROC: what else the machine was doing, from $tmp/others:
+# quiet when other processes averaged below 0.25 runnable and never more than
+# one; heavily loaded when they averaged NPROC or more.
 load_sentence() {
-    awk -v s="${1%% *}" -v e="${2%% *}" -v n="$3" 'BEGIN {
-        if (s == "unknown" || e == "unknown") {
-            print "The load average could not be read, so whether other work shared the machine is unknown."
-        } else if (s + 0 >= n || e + 0 >= n) {
-            printf "The machine was heavily loaded: its 1-minute load average was %s at the start and %s\n", s, e
-            printf "at the end, on %d CPUs, so about %.0f processes wanted each CPU while the benchmark ran.\n", n, (s > e ? s : e) / n
-            print "Absolute numbers are many times those of a quiet machine (the cross-CPU round trip under"
-            print "each table shows how much the CPUs were shared), the ratios move by tens of percent from"
-            print "one run to the next, and a ratio within 1.5x of 1.00x is not a finding."
-        } else if (s + 0 >= 0.5 || e + 0 >= 0.5) {
-            printf "The machine was not quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
-            printf "end, on %d CPUs, so other processes used the CPUs while the benchmark ran. The\n", n
-            print "ratios (interleaved runs) hold up better than the absolute numbers."
-        } else {
-            printf "The machine was quiet: its 1-minute load average was %s at the start and %s at the\n", s, e
-            printf "end, on %d CPUs.\n", n
+    awk -v n="$1" '
+    { sum += $1; if ($1 > max) max = $1; cnt++ }
+    END {
+        if (cnt == 0) {
+            print "Whether other work shared the machine is unknown (/proc/stat could not be read)."
+            exit
         }
-    }'
+        m = sum / cnt
+        printf "Processes other than the benchmark, sampled %d times before, between and after the\n", cnt
+        printf "workloads (procs_running in /proc/stat), averaged %.2f running or runnable, at most %d,\n", m, max
+        if (m >= n) {
+            printf "on %d CPUs: the machine was heavily loaded. Absolute numbers are many times those of a\n", n
+            print "quiet machine (the cross-CPU round trip under each table shows how much the CPUs were"
+            print "shared), the ratios move by tens of percent from one run to the next, and a ratio within"
+            print "1.5x of 1.00x is not a finding."
+        } else if (m >= 0.25 || max > 1) {
+            printf "on %d CPUs: the machine was not quiet, and other processes used the CPUs while the\n", n
+            print "benchmark ran. The ratios (interleaved runs) hold up better than the absolute numbers."
+        } else {
+            printf "on %d CPUs: the machine was quiet.\n", n
+        }
+    }' "$tmp/others"
 }
 
 # points FILE: splits a network workload's --json lines by sweep point into
@@ -243,7 +268,9 @@ done
 
 : >"$tmp/losses"
 : >"$tmp/body"
+: >"$tmp/others"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+sample_others 10
 i=0
 for spec in $workloads; do
     i=$((i + 1))
@@ -262,6 +289,7 @@ for spec in $workloads; do
         echo "benchmarks-md.sh: '$cmd' failed" >&2
         exit 1
     fi
+    sample_others 5
     joins=0
     case $w in fib | skynet | spawn) joins=1 ;; esac
     {
@@ -297,6 +325,7 @@ for spec in $workloads; do
     } >>"$tmp/body"
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+sample_others 5
 
 {
     echo "# usched benchmarks"
@@ -321,13 +350,13 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
     echo "the \`--no-inline\` tables run every child as a fiber (bench/WORKLOADS.md). fib with the"
     echo "default cutoff (12) spends most of its time in serial leaves, code compiled by gcc on one"
     echo "side and by Go's gc on the other; the \`--cutoff 4\` tables are the spawn-bound case."
-    load_sentence "$load_start" "$load_end" "$(nproc)"
+    load_sentence "$(nproc)"
     echo
     echo "## Machine"
     echo
     echo '```'
     echo "nproc: $(nproc)"
-    echo "load average (1, 5, 15 min) at start: $load_start; at end: $load_end"
+    echo "load average (1, 5, 15 min) at start: $load_start; at end: $load_end (the benchmark's own included)"
     echo "kernel: $(uname -srm)"
     if command -v lscpu >/dev/null 2>&1; then
         lscpu | grep -E '^(Architecture|Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|NUMA node\(s\)|L1d|L2|L3|Hypervisor vendor|Virtualization type)' || true
