@@ -160,9 +160,9 @@ xfer() {
 # sample_others N: appends N samples, 0.1 s apart, of how many processes other
 # than the sampler itself were running or runnable (/proc/stat's
 # procs_running, less the sampling shell) to $tmp/others. Taken before the first
-# workload, between workloads and after the last, when no process of the
-# benchmark runs: the load average cannot say this, as its last minute counts
-# the benchmark's own processes.
+# workload and after each (so between workloads and after the last), when no
+# process of the benchmark runs: the load average cannot say this, as its
+# last minute counts the benchmark's own processes.
 sample_others() {
     j=0
     while [ "$j" -lt "$1" ]; do
@@ -325,7 +325,6 @@ for spec in $workloads; do
     } >>"$tmp/body"
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
-sample_others 5
 
 {
     echo "# usched benchmarks"

@@ -146,8 +146,9 @@ static int spawn(usched_t *s, struct usched__wk *w, usched_task_t **out, int bou
  * at hand: the spare's stack is already in it, and only the descriptor's
  * first line (the join state, fn and arg) and the id are written - the run
  * times and the policy state wait for a first run (fresh), which a child
- * joined inline never has. The checks that spawn() makes are implied here: the caller is a fiber of s,
- * so s is started; `stopping` is still read (destroy waits for this fiber).
+ * joined inline never has. The checks that spawn() makes are implied here:
+ * the caller is a fiber of s, so s is started; `stopping` is still read
+ * (destroy waits for this fiber).
  */
 static int spawn_next(usched_t *s, struct usched__wk *w, usched_task_t **out, void (*fn)(void *), void *arg)
 {
