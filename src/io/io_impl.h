@@ -36,6 +36,8 @@ struct usched__io_cpu {
 struct usched__ioset {
     int epfd;                     /* the epoll instance */
     int evfd;                     /* eventfd in epfd: breaks a blocked poll (W3') */
+    int tfd;                      /* timerfd in epfd for far deadlines (io_park) */
+    _Atomic uint64_t tfd_at;      /* its expiry, UINT64_MAX disarmed; written by the role holder */
     _Atomic int32_t poller;       /* CPU holding the role (blocked in it or about to be), -1 none */
     _Atomic uint32_t polling;     /* a non-blocking poll is running (one at a time) */
     _Atomic uint32_t wake_sig;    /* an eventfd write is outstanding (B1-B4) */

@@ -85,6 +85,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,7 +95,8 @@
 #include "core/place.h"
 #include "io/io_impl.h"
 
-#define EV_WAKE UINT64_MAX /* epoll_data of evfd */
+#define EV_WAKE UINT64_MAX        /* epoll_data of evfd */
+#define EV_TIMER (UINT64_MAX - 1) /* epoll_data of tfd */
 /* The bounds of a poller deferral (io_claim): the shortest,
  * for spin_us 0 (a spinner still makes a full round of 4 passes), and the
  * longest, for a large spin_us (readiness waits at most that long when the
@@ -150,12 +152,13 @@ static void io_free(usched_t *s, struct usched__io *io)
         for (int i = 0; i < io->nsets; i++) {
             if (io->set[i].epfd >= 0) close(io->set[i].epfd);
             if (io->set[i].evfd >= 0) close(io->set[i].evfd);
+            if (io->set[i].tfd >= 0) close(io->set[i].tfd);
         }
     free(io->set);
     free(io);
 }
 
-/* An epoll set with its eventfd: 0 or a negative errno. */
+/* An epoll set with its eventfd and timerfd: 0 or a negative errno. */
 static int set_create(struct usched__ioset *st)
 {
     st->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -169,6 +172,14 @@ static int set_create(struct usched__ioset *st)
         return usched__error(errno, "io: cannot create the poller: epoll_ctl: %s", strerror(errno));
     atomic_store(&st->poller, -1);
     atomic_store(&st->last_poll_ns, usched__now_ns());
+    /* The far deadlines' timer (io_park) */
+    atomic_store(&st->tfd_at, UINT64_MAX);
+    st->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (st->tfd < 0)
+        return usched__error(errno, "io: cannot create the poller: timerfd_create: %s", strerror(errno));
+    ev.data.u64 = EV_TIMER;
+    if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->tfd, &ev) < 0)
+        return usched__error(errno, "io: cannot create the poller: epoll_ctl: %s", strerror(errno));
     return 0;
 }
 
@@ -186,7 +197,7 @@ static int io_create(usched_t *s, struct usched__io **out)
         goto fail;
     }
     memset(io->set, 0, sizeof(struct usched__ioset) * (size_t)io->nsets);
-    for (int i = 0; i < io->nsets; i++) io->set[i].epfd = io->set[i].evfd = -1;
+    for (int i = 0; i < io->nsets; i++) io->set[i].epfd = io->set[i].evfd = io->set[i].tfd = -1;
     io->cpu = usched__aligned_alloc(64, sizeof(struct usched__io_cpu) * (size_t)s->ncpus);
     if (!io->cpu) {
         rc = usched__error(ENOMEM, "io: no memory for the poller's %d CPUs", s->ncpus);
@@ -290,18 +301,22 @@ static int io_wait(struct usched__io *io, struct usched__ioset *st, struct epoll
     return n < 0 ? 0 : n;
 }
 
-/* Wakes the waiters of the ready fds (evfd's event is skipped: only the
- * role holder consumes it, in io_park, B3). */
-static void dispatch(struct usched__io *io, struct epoll_event *ev, int n)
+/* Wakes the waiters of the ready fds; returns how many fd events there
+ * were (evfd's and tfd's are skipped: only the role holder consumes them,
+ * in io_park, B3). */
+static int dispatch(struct usched__io *io, struct epoll_event *ev, int n)
 {
     (void)io;
+    int fds = 0;
     for (int i = 0; i < n; i++) {
         uint64_t d = ev[i].data.u64;
-        if (d == EV_WAKE) continue;
+        if (d == EV_WAKE || d == EV_TIMER) continue;
+        fds++;
         int fd = (int)(uint32_t)d;
         struct usched__pd *pd = usched__pd_get(fd);
         if (pd) usched__pd_ready(pd, (uint32_t)(d >> 32), ev[i].events);
     }
+    return fds;
 }
 
 /* A non-blocking poll of set st, unless another CPU polls it, or (busy)
@@ -318,8 +333,7 @@ static int poll_nb(struct usched__io *io, struct usched__ioset *st, struct usche
     int n = io_wait(io, st, ev, max, 0);
     atomic_store_explicit(&st->polling, 0, memory_order_release);
     usched__stat_inc(w, io->s, USCHED_STAT_io_polls);
-    dispatch(io, ev, n);
-    return n;
+    return dispatch(io, ev, n);
 }
 
 static void io_tick(struct usched__wk *w)
@@ -483,6 +497,35 @@ static bool io_unwatched(usched_t *s, struct usched__wk *w)
     return io->percpu || atomic_load_explicit(&st->poller, memory_order_acquire) == -1;
 }
 
+/* A deadline this far away is left to the set's timerfd: a server whose
+ * fibers read with an idle timeout (usched serve: 300 s) parks with a
+ * deadline minutes away, and passing it to epoll_pwait2 armed and
+ * cancelled a kernel timer at every park that slept (66 per MB of tbench
+ * at 2 clients, about 3% of the server's CPU). Nearer deadlines go to
+ * epoll as before: a fiber that sleeps 1 ms in a loop would rearm the
+ * timerfd at each park, a system call more. Not tuned. */
+#define IO_TIMER_FAR_NS 50000000ull
+
+/* The role holder's far deadline: true when st's timerfd expires at or
+ * before deadline_ns, so that the poll may block without a timeout. The
+ * timerfd is set only when its expiry is past or later than deadline_ns:
+ * deadlines that move later (an idle timeout renewed by each request) cost
+ * no system call, and the holder wakes early once, at the old expiry, and
+ * sets it again. Setting it clears an expiry not yet read. */
+static bool timer_far(struct usched__wk *w, struct usched__ioset *st, uint64_t deadline_ns, uint64_t now)
+{
+    if (deadline_ns - now < IO_TIMER_FAR_NS) return false;
+    uint64_t at = atomic_load_explicit(&st->tfd_at, memory_order_relaxed);
+    if (at <= now || at > deadline_ns) {
+        struct itimerspec its = {.it_value = usched__ns_timespec(deadline_ns)};
+        if (timerfd_settime(st->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) return false;
+        atomic_store_explicit(&st->tfd_at, deadline_ns, memory_order_relaxed);
+        usched__stat_add(&w->stats, USCHED_STAT_io_timer_sets, 1);
+    }
+    usched__stat_add(&w->stats, USCHED_STAT_io_timer_far, 1);
+    return true;
+}
+
 /* P4': blocks in its set until deadline_ns (UINT64_MAX: no timer), releases
  * the role and buffers the events; io_dispatch runs them once the core has
  * left PARKED_POLL. */
@@ -494,15 +537,21 @@ static void io_park(struct usched__wk *w, uint64_t deadline_ns)
     uint64_t timeout = UINT64_MAX;
     if (deadline_ns != UINT64_MAX) {
         uint64_t now = usched__now_ns();
-        timeout = deadline_ns > now ? deadline_ns - now : 0;
+        timeout = deadline_ns <= now ? 0 : timer_far(w, st, deadline_ns, now) ? UINT64_MAX : deadline_ns - now;
     }
     c->nev = timeout ? io_wait(io, st, c->ev, IO_EVENTS, timeout) : 0;
     /* B3 [model: B3], while still holding the role: a CPU that takes the
      * role after us must never find wake_sig set with evfd's count already
-     * consumed. */
+     * consumed. The timerfd's expiry is read here too (it is
+     * level-triggered: unread, it would end every later poll at once). */
     for (int i = 0; i < c->nev; i++) {
-        if (c->ev[i].data.u64 != EV_WAKE) continue;
-        uint64_t v;
+        uint64_t v, d = c->ev[i].data.u64;
+        if (d == EV_TIMER) {
+            ssize_t r = read(st->tfd, &v, sizeof v);
+            (void)r;
+            atomic_store_explicit(&st->tfd_at, UINT64_MAX, memory_order_relaxed);
+        }
+        if (d != EV_WAKE) continue;
         ssize_t r = read(st->evfd, &v, sizeof v);
         (void)r;
         atomic_store_explicit(&st->wake_sig, 0, memory_order_release);

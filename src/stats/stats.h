@@ -68,6 +68,8 @@
     X(io_wake_elsewhere, "I/O wake-ups placed outside the previous CPU's LLC")    \
     X(io_polls, "non-blocking I/O polls (idle CPU before stealing, or busy tick)") \
     X(io_poll_blocks, "times a parking CPU blocked in the I/O poller")            \
+    X(io_timer_far, "blocking polls whose far deadline (50 ms or more) the set's timerfd kept: the poll armed no kernel timer") \
+    X(io_timer_sets, "timerfd settings for far deadlines (a deadline that only moves later needs none)") \
     X(io_poller_deferred, "parks that left the poller role to a spinning CPU (or, renewed, to polling ones) for a while") \
     X(io_poller_renewed, "poller deferrals renewed at twice the length, as the awake CPUs polled through the last") \
     X(io_breaks, "eventfd writes waking the CPU blocked in the poller")           \

@@ -119,9 +119,9 @@ static void exhausted(void *arg)
     static int fds[4096];
     char b[16];
     int n = fill(fds, 4096);
-    /* The poller (an epoll fd and an eventfd per set: one, or one per
-     * CPU) is made on the first wait. */
-    int need = 2 * (io_percpu(usched_self()) ? usched_self()->ncpus : 1);
+    /* The poller (an epoll fd, an eventfd and a timerfd per set: one, or
+     * one per CPU) is made on the first wait. */
+    int need = 3 * (io_percpu(usched_self()) ? usched_self()->ncpus : 1);
     ASSERT_LT(need, n);
     ASSERT_EQ(usched_poll_fd(lst, POLLIN, 0), -EMFILE);
     ASSERT_STR_CONTAINS(usched_last_error(), "poller");

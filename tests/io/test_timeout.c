@@ -2,12 +2,26 @@
  * Timeouts of the I/O calls: they fire (never before their time), 0 only
  * tries, and a timeout racing with data never loses the data. From fibers
  * and from an outside thread.
+ *
+ * Far deadlines (50 ms or more: poller.c, io_park, left to the set's
+ * timerfd), with every fiber on CPU 0:
+ *   earlier   A waits 20 s, then B 100 ms: B's timeout still fires at its
+ *             time, not at A's (the timerfd is set earlier again), and B
+ *             then writes to A, who reads it long before its own timeout;
+ *   later     D waits 60 ms and gets data before then, E waits 300 ms: the
+ *             timerfd set for D ends one poll early, and E still times
+ *             out, never before its time.
+ * io_poller=percpu: CPU 0 blocks in its own set, so the timerfd is used
+ * (io_timer_far, io_timer_sets), when the descriptors are homed there (not
+ * on a CPU that CPU 0 is packed onto); shared: whichever CPU holds the
+ * role, with its own deadline.
  */
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include "io_test.h"
+#include "io_internal.h"
 
 static usched_t *s;
 
@@ -124,6 +138,98 @@ static void race_reader(void *arg)
     }
 }
 
+/* ---- far deadlines ---- */
+
+struct far {
+    int a[2], b[2], d[2], e[2];
+    _Atomic int a_waiting, d_waiting;
+};
+
+static void far_a(void *arg)
+{
+    struct far *f = arg;
+    char c;
+    atomic_store(&f->a_waiting, 1);
+    double t0 = test_now();
+    ssize_t k = usched_read(f->a[0], &c, 1, 20000000000ull);
+    printf("earlier: A read %zd after %.3f s (20 s asked; B's byte expected)\n", k, test_now() - t0);
+    ASSERT_EQ(k, 1);
+    ASSERT_EQ(usched_self_cpu(), 0);
+}
+
+/* A read of fd that times out after ms, never before. */
+static void far_times_out(const char *who, int fd, int ms)
+{
+    char c;
+    double t0 = test_now();
+    ASSERT_EQ(usched_read(fd, &c, 1, (uint64_t)ms * 1000000), -ETIMEDOUT);
+    double dt = test_now() - t0;
+    printf("%s timed out after %.2f ms (%d ms asked)\n", who, dt * 1e3, ms);
+    ASSERT(dt >= ms / 1e3);
+}
+
+static void far_b(void *arg)
+{
+    struct far *f = arg;
+    far_times_out("earlier: B", f->b[0], 100);
+    ASSERT_EQ(usched_write(f->a[1], "b", 1, USCHED_FOREVER), 1);
+}
+
+static void far_d(void *arg)
+{
+    struct far *f = arg;
+    char c;
+    atomic_store(&f->d_waiting, 1);
+    ASSERT_EQ(usched_read(f->d[0], &c, 1, 60000000), 1);
+}
+
+static void far_e(void *arg)
+{
+    struct far *f = arg;
+    far_times_out("later: E", f->e[0], 300);
+}
+
+static void check_far(void)
+{
+    struct far f = {0};
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, f.a));
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, f.b));
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, f.d));
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, f.e));
+    uint64_t far0 = io_stat(s, "io_timer_far"), sets0 = io_stat(s, "io_timer_sets");
+    usched_task_t *a, *b, *d, *e;
+    ASSERT_OK(usched_spawn_on(s, &a, 0, far_a, &f));
+    while (!atomic_load(&f.a_waiting)) usleep(1000);
+    usleep(20000); /* A in its read, CPU 0 parked with A's deadline (or about to) */
+    /* A's descriptor is homed on CPU 0, unless CPU 0 was packed onto
+     * another (a contended CPU, K5: the live machine busy beside the test) */
+    int home = atomic_load(&usched__pd_get(f.a[0])->home);
+    ASSERT_OK(usched_spawn_on(s, &b, 0, far_b, &f));
+    ASSERT_OK(usched_join(b));
+    ASSERT_OK(usched_join(a));
+
+    ASSERT_OK(usched_spawn_on(s, &d, 0, far_d, &f));
+    ASSERT_OK(usched_spawn_on(s, &e, 0, far_e, &f));
+    while (!atomic_load(&f.d_waiting)) usleep(1000);
+    usleep(20000);
+    ASSERT_EQ(write(f.d[1], "d", 1), 1);
+    ASSERT_OK(usched_join(d));
+    ASSERT_OK(usched_join(e));
+    uint64_t far = io_stat(s, "io_timer_far") - far0, sets = io_stat(s, "io_timer_sets") - sets0;
+    printf("far: io_timer_far +%llu, io_timer_sets +%llu\n", (unsigned long long)far, (unsigned long long)sets);
+    printf("far: A's descriptor homed on CPU %d\n", home);
+    if (io_percpu(s) && home == 0) {
+        ASSERT_GE(far, 1);
+        ASSERT_GE(sets, 1);
+    }
+    ASSERT_LE(sets, far);
+    int *fds[] = {f.a, f.b, f.d, f.e};
+    for (int i = 0; i < 4; i++) {
+        ASSERT_OK(usched_close(fds[i][0]));
+        ASSERT_OK(usched_close(fds[i][1]));
+    }
+}
+
 static void *thread_fires(void *arg)
 {
     check_fires((const char *)arg);
@@ -141,6 +247,7 @@ int main(void)
     pthread_t th;
     pthread_create(&th, NULL, thread_fires, "outside thread");
     pthread_join(th, NULL);
+    check_far();
 
     struct race r = {.n = test_scale(2000), .timed_out_on = -1};
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, r.sv));
