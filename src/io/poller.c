@@ -501,7 +501,7 @@ static bool io_unwatched(usched_t *s, struct usched__wk *w)
  * fibers read with an idle timeout (usched serve: 300 s) parks with a
  * deadline minutes away, and passing it to epoll_pwait2 armed and
  * cancelled a kernel timer at every park that slept (66 per MB of tbench
- * at 2 clients, about 3% of the server's CPU). Nearer deadlines go to
+ * at 2 clients, 3-4% of the server's CPU). Nearer deadlines go to
  * epoll as before: a fiber that sleeps 1 ms in a loop would rearm the
  * timerfd at each park, a system call more. Not tuned. */
 #define IO_TIMER_FAR_NS 50000000ull
