@@ -8,7 +8,7 @@
  *   earlier   A waits 20 s, then B 100 ms: B's timeout still fires at its
  *             time, not at A's (the timerfd is set earlier again), and B
  *             then writes to A, who reads it long before its own timeout;
- *   later     D waits 60 ms and gets data before then, E waits 300 ms: the
+ *   later     D waits 500 ms and gets data before then, E waits 800 ms: the
  *             timerfd set for D ends one poll early, and E still times
  *             out, never before its time.
  * io_poller=percpu: CPU 0 blocks in its own set, so the timerfd is used
@@ -180,13 +180,13 @@ static void far_d(void *arg)
     struct far *f = arg;
     char c;
     atomic_store(&f->d_waiting, 1);
-    ASSERT_EQ(usched_read(f->d[0], &c, 1, 60000000), 1);
+    ASSERT_EQ(usched_read(f->d[0], &c, 1, 500000000), 1); /* the test writes after 20 ms */
 }
 
 static void far_e(void *arg)
 {
     struct far *f = arg;
-    far_times_out("later: E", f->e[0], 300);
+    far_times_out("later: E", f->e[0], 800);
 }
 
 static void check_far(void)
