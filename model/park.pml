@@ -932,6 +932,31 @@ inline STANDIN(t)
 #define STANDIN(t) skip
 #endif
 
+/* Woken: the worker takes what is on its own queues at once (steal.c,
+ * usched__find_idle) [model: WKL], where a second pass would park again
+ * only for P3 to find it; work left beside it is chained as after P3
+ * (P3C). The take is take_one's, whose own queues come first; a thief may
+ * empty them between the look and the take, and the worker then takes
+ * what try_all finds, or goes on as before. Used inside worker only (its
+ * label exec). */
+inline woke_local(me)
+{
+    if
+    :: OWN(me) > 0 ->
+        take_one(me, got);
+        if
+        :: got ->
+            VISIBLE(me, vis);
+#ifndef MUT_P3C
+            if :: vis -> wakep(me, ok) :: else -> skip fi;
+#endif
+            goto exec
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
 proctype worker(byte me)
 {
     bool got, ok, vis, spinning, handoff, spawn_woke, nospin;
@@ -1168,7 +1193,8 @@ end_poll:       atomic { (evfd[SET(me)] || rdy[SET(me)] > 0 || DUE(me)) ->
                 ok = 0;
                 inpoll = 0;
                 /* the events go out after unpark */
-                dispatch(me, 1)
+                dispatch(me, 1);
+                woke_local(me)
             :: else ->
                 /* P4: futex_wait(state, PARKED), until a deferral's end
                  * (IO_SHARED: at any time here) */
@@ -1183,14 +1209,16 @@ end_park:       (state[me] != PARKED || DUE(me));
 #endif
                 leave_parked(me, ok);
                 WAKING0;
-                ok = 0
+                ok = 0;
+                woke_local(me)
             fi
 #else
             /* P4: futex_wait(state, PARKED), until the earliest timer */
 end_park:   (state[me] != PARKED || DUE(me));
             leave_parked(me, ok);
             waking = 0;
-            ok = 0
+            ok = 0;
+            woke_local(me)
 #endif
         fi
     od;

@@ -515,10 +515,24 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
             return NULL;
         }
         /* P1-P4 (park.c) */
-        if (!usched__park(s, w, renew, usched__work_visible, &recheck)) continue;
-        /* P3 saw work */
-        w->deferred = 0;
-        if ((t = try_all(s, w, true))) {
+        bool woke = !usched__park(s, w, renew, usched__work_visible, &recheck);
+        /* [model: WKL] Woken (a kick, readiness, a timer, a deferral's
+         * end): what woke it is most often on its own queues already - the
+         * fiber a waker pushed to its inbox (W1), the fibers its own poll
+         * readied (P4', dispatch). It takes that at once. The next pass
+         * used to park again only for P3 to find it: a second P1-P3 (the
+         * parked count's add and subtract, the poller role's CAS and
+         * give-back, the state's exchange and CAS, a fence) and, on a
+         * contended CPU, a second poll of the others' sets, for every
+         * request of a server (contend_nospin counted two a request). As
+         * after P3, work left beside it is chained [model: P3C]. */
+        t = woke ? usched__find_local(s, w) : NULL;
+        if (woke && !t) continue;
+        if (!t) { /* P3 saw work */
+            w->deferred = 0;
+            t = try_all(s, w, true);
+        }
+        if (t) {
             usched__wk_go_busy(s, w);
             /* [model: P3C] Chains the wake-up a spinner would (work left: wake
              * one), as Go's findrunnable does after its last check. A
