@@ -3,12 +3,16 @@
  *   idle_cpus   a bit per CPU that found no work and is spinning or parked;
  *   idle_cores  the bits of every CPU of a core all of whose CPUs are in
  *               idle_cpus (a core of one CPU: that CPU's bit).
+ * On a topology without SMT every core is one CPU and the two masks would
+ * hold the same bits: idle_cpus stands for both there (usched__idle_cores)
+ * and idle_cores stays empty, so a CPU going idle or busy writes one shared
+ * line, not two - it does so at every request of a server.
  * Both are hints for placement (policies read them through usched_pol_*):
  * a CPU leaves them when it finds work, or when a waker claims it. All
  * updates are seq_cst read-modify-writes; a CPU publishes itself idle before
  * its parking re-check (park.c, P1-P3).
  */
-#include "core/core.h"
+#include "core/idle.h"
 
 static inline bool core_alone(struct usched *s, int cpu, const uint64_t **mask)
 {
@@ -33,6 +37,7 @@ static void core_busy(struct usched *s, int cpu)
 void usched__idle_set(struct usched *s, int cpu)
 {
     usched__idlemask_set(&s->idle_cpus, cpu);
+    if (!s->smt) return;
     /* If the whole core is idle now, publish the core. */
     const uint64_t *m;
     if (core_alone(s, cpu, &m)) {
@@ -51,7 +56,7 @@ void usched__idle_set(struct usched *s, int cpu)
 void usched__idle_clear(struct usched *s, int cpu)
 {
     usched__idlemask_clear(&s->idle_cpus, cpu);
-    core_busy(s, cpu);
+    if (s->smt) core_busy(s, cpu);
 }
 
 /* A placement claims idle CPU `cpu`: true if this caller cleared its bit.
@@ -59,7 +64,7 @@ void usched__idle_clear(struct usched *s, int cpu)
 bool usched__idle_claim(struct usched *s, int cpu)
 {
     if (!usched__idlemask_clear(&s->idle_cpus, cpu)) return false;
-    core_busy(s, cpu);
+    if (s->smt) core_busy(s, cpu);
     return true;
 }
 
@@ -83,7 +88,7 @@ static bool sibling_busy(struct usched *s, int cpu, int gone)
 static int llc_idle_core(struct usched *s, int cpu)
 {
     int llc = usched__topo_group(s->topo, cpu, TOPO_LLC);
-    return usched__idlemask_find(&s->idle_cores, usched__topo_group_mask(s->topo, TOPO_LLC, llc), cpu);
+    return usched__idlemask_find(usched__idle_cores(s), usched__topo_group_mask(s->topo, TOPO_LLC, llc), cpu);
 }
 
 /* The core of `gone` becomes whole idle when gone's fiber blocks: gone is

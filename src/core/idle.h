@@ -9,6 +9,12 @@
 
 #include "core/core.h"
 
+/* The mask of the CPUs of fully idle cores: idle_cpus itself on a
+ * topology without SMT, where the two are the same (idle.c). */
+static inline usched__idlemask_t *usched__idle_cores(struct usched *s)
+{
+    return s->smt ? &s->idle_cores : &s->idle_cpus;
+}
 void usched__idle_set(struct usched *s, int cpu);
 void usched__idle_clear(struct usched *s, int cpu);
 bool usched__idle_claim(struct usched *s, int cpu);

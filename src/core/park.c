@@ -170,7 +170,7 @@ bool usched__wk_wakep_any(usched_t *s, struct usched__wk *from, int near)
                     packed = true;
                     continue;
                 }
-                if (whole && !usched__idlemask_test(&s->idle_cores, c)) continue;
+                if (whole && !usched__idlemask_test(usched__idle_cores(s), c)) continue;
                 if (calm && usched__wk_contended(s->wk[c])) {
                     skipped = true;
                     continue;
@@ -220,6 +220,15 @@ void usched__wk_kick_all(usched_t *s)
 }
 
 /* ---- parking ----------------------------------------------------------------- */
+
+/* The woken worker clears `waking` (wakep). A load first: the CPUs that
+ * park and wake at every request of a server would otherwise write the
+ * park counters' line each time, with no wake-up in flight. */
+static inline void clear_waking(usched_t *s)
+{
+    if (atomic_load_explicit(&s->park.waking, memory_order_relaxed))
+        atomic_store_explicit(&s->park.waking, 0, memory_order_relaxed);
+}
 
 /* Leaves PARKED (timeout, spurious wake-up, or work seen at P3): whoever
  * moves a worker out of PARKED decrements nparked - a kicker or itself. */
@@ -274,7 +283,7 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
          atomic_load_explicit(&s->io, memory_order_acquire) && usched__park_io->pending(s, w))) {
         if (in_poller) be->unclaim(s, w);
         unpark(s, w);
-        atomic_store_explicit(&s->park.waking, 0, memory_order_relaxed);
+        clear_waking(s);
         return true;
     }
     /* P4: sleep until kicked or the earliest timer. */
@@ -295,7 +304,7 @@ bool usched__park(usched_t *s, struct usched__wk *w, bool renew,
                usched__now_ns() >= defer_dl;
     unpark(s, w);
     USCHED__TRACE(s, w, unpark, 0, 0, 0, in_poller);
-    atomic_store_explicit(&s->park.waking, 0, memory_order_relaxed);
+    clear_waking(s);
     /* P4': the events go out after unpark, so the wake-ups they cause never
      * target this CPU's own eventfd */
     if (in_poller) be->dispatch(w);

@@ -99,7 +99,7 @@ USCHED_EXPORT bool usched_pol_cpu_idle(const usched_pol_ctx_t *ctx, int cpu)
 USCHED_EXPORT bool usched_pol_core_idle(const usched_pol_ctx_t *ctx, int cpu)
 {
     if (BAD_CPU(ctx, cpu)) return false;
-    return usched__idlemask_test(&S(ctx)->idle_cores, cpu);
+    return usched__idlemask_test(usched__idle_cores(S(ctx)), cpu);
 }
 
 USCHED_EXPORT int usched_pol_find_idle(const usched_pol_ctx_t *ctx, const uint64_t *group_mask,
@@ -107,7 +107,7 @@ USCHED_EXPORT int usched_pol_find_idle(const usched_pol_ctx_t *ctx, const uint64
 {
     usched_t *s = S(ctx);
     if (start < 0 || start >= s->ncpus) start = 0;
-    return usched__idlemask_find(whole_core ? &s->idle_cores : &s->idle_cpus, group_mask, start);
+    return usched__idlemask_find(whole_core ? usched__idle_cores(s) : &s->idle_cpus, group_mask, start);
 }
 
 USCHED_EXPORT int usched_pol_count_idle(const usched_pol_ctx_t *ctx, const uint64_t *group_mask)

@@ -25,6 +25,11 @@ typedef struct usched__timer {
 typedef struct usched__timers {
     _Atomic uint32_t lock;
     _Atomic uint32_t n;        /* queued timers; read without the lock as a hint */
+    /* heap[0]'s deadline, UINT64_MAX when empty: written under the lock,
+     * read without it. Exact for the owner, the only thread that adds; for
+     * another thread a value it held a moment ago (a cancel only moves it
+     * later, so the owner at worst takes the lock for nothing). */
+    _Atomic uint64_t first;
     usched__timer_t **heap;
     int cap;
 } usched__timers_t;
@@ -40,7 +45,7 @@ void usched__timers_run(usched__timers_t *h, uint64_t now);
  * other than the owner (the stall monitor, core/monitor.c T1-T3). */
 int usched__timers_run_guarded(usched__timers_t *h, uint64_t now,
                                bool (*may_fire)(const usched__timer_t *t, void *arg), void *arg);
-/* Earliest deadline, UINT64_MAX if none. */
+/* Earliest deadline, UINT64_MAX if none (without the lock: `first`). */
 uint64_t usched__timers_next(usched__timers_t *h);
 
 static inline bool usched__timers_pending(const usched__timers_t *h)

@@ -28,6 +28,7 @@
  * (two packages, siblings N and N+12, CPUs alternating between packages).
  */
 #include "core/core.h"
+#include "core/idle.h"
 #include "core/park.h"
 #include "ptest.h"
 
@@ -68,7 +69,7 @@ static void settle(struct layout *l, bool parked)
 {
     usched_t *s = l->s;
     for (int tries = 0; tries < 30000; tries++) {
-        bool ok = usched__idlemask_find(&s->idle_cores, l->llc, 0) >= 0;
+        bool ok = usched__idlemask_find(usched__idle_cores(s), l->llc, 0) >= 0;
         for (int c = 0; c < s->ncpus && ok && parked; c++)
             if (!in(l->busy, l->nbusy, c) && atomic_load(&s->wk[c]->state) != WK_PARKED) ok = false;
         if (ok) return;
