@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,7 +89,7 @@ static uint64_t tick_ns(void)
 static void note_buffers(struct srv_conn *c)
 {
     size_t mem = c->in_cap + c->out_cap;
-    if (c->out_len > c->out_hwm) c->out_hwm = c->out_len;
+    if (srv_pending(c) > c->out_hwm) c->out_hwm = srv_pending(c);
     if (mem > c->buf_hwm) c->buf_hwm = mem;
     if (c->buf_total && mem != c->buf_counted) {
         atomic_fetch_add_explicit(c->buf_total, mem - c->buf_counted, memory_order_relaxed); /* wraps down */
@@ -141,6 +142,17 @@ void srv_put(struct srv_conn *c, const void *p, size_t n)
     note_buffers(c);
 }
 
+void srv_put_ref(struct srv_conn *c, const void *p, size_t n)
+{
+    if (n < SRV_REF_MIN || c->nrefs == SRV_REFS || c->fd < 0 || c->out_failed) {
+        srv_put(c, p, n);
+        return;
+    }
+    c->refs[c->nrefs++] = (struct srv_ref){.at = c->out_len, .p = p, .n = n};
+    c->ref_len += n;
+    note_buffers(c);
+}
+
 void srv_puts(struct srv_conn *c, const char *s)
 {
     srv_put(c, s, strlen(s));
@@ -178,6 +190,22 @@ static uint64_t wait_ns(uint64_t deadline)
     return deadline > now ? deadline - now : 0;
 }
 
+/* The buffer's bytes and the references, in order, in one writev. */
+static ssize_t write_gathered(struct srv_conn *c, uint64_t timeout)
+{
+    struct iovec iov[2 * SRV_REFS + 1];
+    int n = 0;
+    size_t from = 0;
+    for (int i = 0; i < c->nrefs; i++) {
+        const struct srv_ref *r = &c->refs[i];
+        if (r->at > from) iov[n++] = (struct iovec){.iov_base = c->out + from, .iov_len = r->at - from};
+        iov[n++] = (struct iovec){.iov_base = (void *)r->p, .iov_len = r->n};
+        from = r->at;
+    }
+    if (c->out_len > from) iov[n++] = (struct iovec){.iov_base = c->out + from, .iov_len = c->out_len - from};
+    return usched_writev(c->fd, iov, n, timeout);
+}
+
 int srv_flush(struct srv_conn *c)
 {
     if (c->out_failed) return -ENOMEM;
@@ -185,15 +213,19 @@ int srv_flush(struct srv_conn *c)
         if (c->out_max) c->out_len = 0;
         return 0;
     }
-    if (c->out_len == 0) return 0;
+    size_t total = srv_pending(c);
+    if (total == 0) return 0;
     /* a peer that does not read for idle_ns is as gone as one that does not write */
     uint64_t start = c->idle_ns ? now_ns() : 0;
-    ssize_t w = usched_write(c->fd, c->out, c->out_len, c->idle_ns ? c->idle_ns : USCHED_FOREVER);
-    if (w >= 0 && (size_t)w != c->out_len) /* stopped part-way: out of time, or the peer is gone */
+    uint64_t timeout = c->idle_ns ? c->idle_ns : USCHED_FOREVER;
+    ssize_t w = c->nrefs ? write_gathered(c, timeout) : usched_write(c->fd, c->out, c->out_len, timeout);
+    if (w >= 0 && (size_t)w != total) /* stopped part-way: out of time, or the peer is gone */
         w = c->idle_ns && now_ns() - start + tick_ns() >= c->idle_ns ? -ETIMEDOUT : -EPIPE;
     if (w == -ETIMEDOUT) c->timed_out = true;
     if (w < 0) return (int)w;
     c->out_len = 0;
+    c->nrefs = 0;
+    c->ref_len = 0;
     if (c->out_cap > CONN_SHRINK_ABOVE) { /* a large reply has gone: give its memory back */
         char *nb = usched__realloc(c->out, CONN_OUT_INITIAL);
         if (nb) {
@@ -207,7 +239,7 @@ int srv_flush(struct srv_conn *c)
 
 int srv_drain(struct srv_conn *c)
 {
-    if (c->out_max == 0 || c->out_len < c->out_max || c->out_failed) return c->out_failed ? -ENOMEM : 0;
+    if (c->out_max == 0 || srv_pending(c) < c->out_max || c->out_failed) return c->out_failed ? -ENOMEM : 0;
     int e = srv_flush(c);
     if (e < 0) c->out_failed = true;
     return e;
@@ -267,7 +299,7 @@ ssize_t srv_fill(struct srv_conn *c)
 static ssize_t run_steps(struct srv_conn *c, srv_step_fn *step, void *st, bool *progress)
 {
     while (c->in_start < c->in_end) {
-        if (c->out_max && c->out_len >= c->out_max) return 1;
+        if (c->out_max && srv_pending(c) >= c->out_max) return 1;
         ssize_t k = step(st, c, c->in + c->in_start, c->in_end - c->in_start);
         if (k <= 0) return k;
         c->in_start += (size_t)k;

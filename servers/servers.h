@@ -129,9 +129,20 @@ void srv_free(struct srv *v);
 
 /* ---- connections ---------------------------------------------------------------- */
 
+/* Output that stays where it is until sent (srv_put_ref): `n` bytes at `p`,
+ * sent after the first `at` bytes of out. */
+struct srv_ref {
+    size_t at;
+    const char *p;
+    size_t n;
+};
+#define SRV_REFS 8          /* references a connection holds before it copies */
+#define SRV_REF_MIN 512     /* a smaller piece is copied: cheaper than a piece of the gather */
+
 /* A connection's buffers. Bytes received and not yet parsed are
- * in[in_start, in_end); replies not yet sent are out[0, out_len). A protocol
- * appends replies with srv_put and they go out in one write when the
+ * in[in_start, in_end); replies not yet sent are out[0, out_len), with the
+ * references refs[0, nrefs) between its bytes. A protocol appends replies
+ * with srv_put (or srv_put_ref) and they go out in one write when the
  * connection runs out of complete requests (or out_max bytes are waiting),
  * so a pipelining client gets its replies in batches. */
 struct srv_conn {
@@ -141,6 +152,9 @@ struct srv_conn {
     size_t in_max;       /* a request that does not fit in this many bytes is refused */
     char *out;
     size_t out_len, out_cap;
+    struct srv_ref refs[SRV_REFS];
+    int nrefs;
+    size_t ref_len;      /* the references' bytes: unsent output is out_len + ref_len */
     size_t out_max;      /* unsent output at which reading stops; 0: no bound (tests) */
     bool out_failed;     /* srv_put ran out of memory, or srv_drain failed: the connection ends */
     bool timed_out;      /* the idle timeout ended it */
@@ -159,6 +173,17 @@ void srv_conn_free(struct srv_conn *c);
 
 /* Appends n bytes to the output. */
 void srv_put(struct srv_conn *c, const void *p, size_t n);
+/* Appends n bytes at p that stay there, unchanged, until the connection's
+ * next flush (a constant, such as a body of zeros): sent from where they
+ * are, in one gathered write with the rest. A piece under SRV_REF_MIN
+ * bytes, one past SRV_REFS references, or any in a unit test (fd -1, whose
+ * test reads out) is copied as srv_put copies. */
+void srv_put_ref(struct srv_conn *c, const void *p, size_t n);
+/* Output not yet sent, in bytes. */
+static inline size_t srv_pending(const struct srv_conn *c)
+{
+    return c->out_len + c->ref_len;
+}
 /* Appends a string. */
 void srv_puts(struct srv_conn *c, const char *s);
 /* Appends printf-style text. */

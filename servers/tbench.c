@@ -18,7 +18,7 @@ static ssize_t tbench_step(void *st, struct srv_conn *c, const char *in, size_t 
     char hdr[4];
     srv_put_be32(hdr, r.reply_len);
     srv_put(c, hdr, 4);
-    srv_put(c, zeros, r.reply_len);
+    srv_put_ref(c, zeros, r.reply_len); /* sent from here, as tbench_srv sends from its buffer */
     c->requests++;
     return k;
 }

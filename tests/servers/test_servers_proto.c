@@ -5,11 +5,13 @@
  * clients send them, split at every byte, and for garbage.
  *
  *   test_servers_proto [tbench|pgbench|redis|http|echo|garbage|pg_overflow|
- *                       redis_hash|output_bound]   (default: all)
+ *                       redis_hash|output_bound|gather]   (default: all)
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "test.h"
@@ -695,6 +697,71 @@ static void test_output_bound(void)
     srv_conn_free(&c);
 }
 
+/* Reads exactly n bytes from fd into buf. */
+static void read_all(int fd, char *buf, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, buf + got, n - got);
+        ASSERT(r > 0);
+        got += (size_t)r;
+    }
+}
+
+/* Checks that fd holds the tbench replies of `lens` in order: a length,
+ * then that many zero bytes. */
+static void expect_replies(int fd, const uint32_t *lens, int n)
+{
+    static char buf[70000];
+    for (int i = 0; i < n; i++) {
+        read_all(fd, buf, 4 + lens[i]);
+        ASSERT_EQ(srv_be32(buf), lens[i]);
+        for (uint32_t k = 0; k < lens[i]; k++) ASSERT_EQ(buf[4 + k], 0);
+    }
+}
+
+/* Replies sent from where they are (srv_put_ref) on a real socket: tbench's
+ * bodies of zeros go out by reference between the copied headers and small
+ * bodies, in order, byte for byte; past SRV_REFS references the rest are
+ * copied. */
+static void test_gather(void)
+{
+    int sv[2];
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    struct srv_conn c;
+    ASSERT_OK(srv_conn_init(&c, sv[0], srv_proto_find("tbench")->in_max));
+    char req[16];
+    /* two bodies by reference (4155, 61499 bytes), two copied (under SRV_REF_MIN) */
+    static const uint32_t mixed[] = {4155, 39, 61499, 55};
+    for (int i = 0; i < 4; i++) {
+        srv_put_be32(req, 4);
+        srv_put_be32(req + 4, mixed[i]);
+        ASSERT_EQ(tbench_feed(&c, req, 8), 0);
+    }
+    ASSERT_EQ(c.nrefs, 2);
+    ASSERT_EQ(c.ref_len, 4155 + 61499);
+    ASSERT_EQ(c.out_len, 4 * 4 + 39 + 55);
+    ASSERT_EQ(srv_pending(&c), c.out_hwm);
+    ASSERT_EQ(srv_flush(&c), 0);
+    ASSERT_EQ(srv_pending(&c), 0);
+    ASSERT_EQ(c.nrefs, 0);
+    expect_replies(sv[1], mixed, 4);
+    /* SRV_REFS + 2 large bodies: the last two copied */
+    uint32_t many[SRV_REFS + 2];
+    for (int i = 0; i < SRV_REFS + 2; i++) {
+        many[i] = 1000 + (uint32_t)i;
+        srv_put_be32(req, 4);
+        srv_put_be32(req + 4, many[i]);
+        ASSERT_EQ(tbench_feed(&c, req, 8), 0);
+    }
+    ASSERT_EQ(c.nrefs, SRV_REFS);
+    ASSERT_EQ(c.out_len, (SRV_REFS + 2) * 4 + many[SRV_REFS] + many[SRV_REFS + 1]);
+    ASSERT_EQ(srv_flush(&c), 0);
+    expect_replies(sv[1], many, SRV_REFS + 2);
+    srv_conn_free(&c);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -704,6 +771,7 @@ int main(int argc, char **argv)
         {"tbench", test_tbench}, {"pgbench", test_pgbench}, {"redis", test_redis},
         {"http", test_http},     {"echo", test_echo},       {"garbage", test_garbage},
         {"pg_overflow", test_pg_overflow}, {"redis_hash", test_redis_hash}, {"output_bound", test_output_bound},
+        {"gather", test_gather},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
