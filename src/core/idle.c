@@ -55,6 +55,11 @@ void usched__idle_set(struct usched *s, int cpu)
 
 void usched__idle_clear(struct usched *s, int cpu)
 {
+    /* Only the CPU itself sets its bit: one a placement claimed (and whose
+     * core it marked busy, usched__idle_claim) stays clear, and a load
+     * spares the locked clear - an I/O wake-up claims its poller's CPU at
+     * every request of a server. */
+    if (!usched__idlemask_test(&s->idle_cpus, cpu)) return;
     usched__idlemask_clear(&s->idle_cpus, cpu);
     if (s->smt) core_busy(s, cpu);
 }

@@ -227,21 +227,24 @@ static inline void place_local(usched_t *s, struct usched__wk *self, struct usch
      * monitor (M5). wakep's fence and its read of nspinning, a line every
      * spinning thief writes, were 11% of spawn's samples (perf, two CPUs). */
     atomic_store_explicit(&self->next_spawn, fork, memory_order_relaxed);
-    if (usched__wk_local_put(s, self, t, slot)) {
-        if (io && !self->cur && usched__ring_len(&self->ring) <= 1 &&
-            !atomic_load_explicit(&self->next, memory_order_relaxed)) {
-            /* [model: IOW] An I/O wake-up decided while this CPU runs no
-             * fiber (its poll while idle, or after its park) that is its
-             * only work: it runs the fiber next, as Go's netpoll runs the
-             * first goroutine it readies, and it looks at its own queues
-             * before it could park (P3). Waking another CPU only sent it
-             * to steal the fiber from the CPU its packets arrive on:
-             * tbench's server beside two clients woke the other worker
-             * about 16,000 times a second through its eventfd, each a
-             * cross-CPU interrupt (docs/io.md). A second such fiber still
-             * wakes one, as before. */
-            usched__stat_add(&self->stats, USCHED_STAT_io_wake_owner, 1);
-        } else if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
+    /* [model: IOW] An I/O wake-up decided while this CPU runs no fiber
+     * (its poll while idle, or after its park) that is its only work: it
+     * runs the fiber next, as Go's netpoll runs the first goroutine it
+     * readies, and it looks at its own queues before it could park (P3).
+     * Waking another CPU only sent it to steal the fiber from the CPU its
+     * packets arrive on: tbench's server beside two clients woke the other
+     * worker about 16,000 times a second through its eventfd, each a
+     * cross-CPU interrupt (docs/io.md). A second such fiber still wakes
+     * one, as before. Judged before the put: the policy may name the next
+     * slot, which this CPU's next pick empties without a locked
+     * instruction (N1-N4), where the ring's last fiber costs a CAS. */
+    bool owner = io && !self->cur && usched__ring_empty_owner(&self->ring) &&
+                 !atomic_load_explicit(&self->next, memory_order_relaxed);
+    bool stealable = usched__wk_local_put(s, self, t, slot);
+    if (owner) {
+        usched__stat_add(&self->stats, USCHED_STAT_io_wake_owner, 1);
+    } else if (stealable) {
+        if (!fork || !self->spawn_woke || usched__ring_len(&self->ring) <= 1) {
             self->spawn_woke |= fork;
             usched__wk_wakep(s, self, self->cpu);
         }

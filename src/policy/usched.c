@@ -244,6 +244,9 @@ static __attribute__((noinline)) void usched_select_rest(usched_pol_ctx_t *ctx,
         (prev < 0 || (a->flags & USCHED_SEL_IO_HOME) || usched_shared(P, prev, waker) <= USCHED_LVL_LLC) &&
         usched_pol_cpu_idle(ctx, waker) && usched_pol_claim_idle(ctx, waker)) {
         out->cpu = waker;
+        /* its next pick: the next slot, which the owner empties without a
+         * locked instruction (the ring's last fiber costs a CAS) */
+        out->slot = USCHED_SLOT_NEXT;
         out->reason = USCHED_REASON_LOCAL;
         return;
     }
