@@ -91,8 +91,13 @@ static inline void usched__wk_queue_oldest(struct usched *s, struct usched__wk *
  * faster than that waited for the ring's FIFO pick (1 in 31). */
 static inline void usched__wk_queue_behind(struct usched *s, struct usched__wk *w, struct usched_task *t)
 {
+    /* Read before t is queued: from then on a thief may run it, it may
+     * exit, and its descriptor may be reused by a spawn (TSan saw that
+     * spawn's write of `bound` race this read under `usched bench build`
+     * with preemption). */
+    bool bound = t->bound >= 0;
     usched__wk_queue_oldest(s, w, t);
-    if (t->bound >= 0) w->bound_behind = 1;
+    if (bound) w->bound_behind = 1;
 }
 
 /*
