@@ -932,27 +932,31 @@ inline STANDIN(t)
 #define STANDIN(t) skip
 #endif
 
-/* Woken: the worker takes what is on its own queues at once (steal.c,
- * usched__find_idle) [model: WKL], where a second pass would park again
- * only for P3 to find it; work left beside it is chained as after P3
- * (P3C). The take is take_one's, whose own queues come first; a thief may
- * empty them between the look and the take, and the worker then takes
- * what try_all finds, or goes on as before. Used inside worker only (its
- * label exec). */
+/* Takes one fiber and, if it got one, chains a wakep for work left beside
+ * it [model: P3C] and runs it: after P3 found work, and when a woken worker
+ * finds its own queues non-empty (steal.c, usched__find_idle) [model: WKL],
+ * where a second pass would park again only for P3 to find it. The take is
+ * take_one's, whose own queues come first; a thief may empty them between
+ * the look and the take, and the worker then takes what try_all finds, or
+ * goes on as before. Used inside worker only (its label exec). */
+inline take_chain(me)
+{
+    take_one(me, got);
+    if
+    :: got ->
+        VISIBLE(me, vis);
+#ifndef MUT_P3C
+        if :: vis -> wakep(me, ok) :: else -> skip fi;
+#endif
+        goto exec
+    :: else -> skip
+    fi
+}
+
 inline woke_local(me)
 {
     if
-    :: OWN(me) > 0 ->
-        take_one(me, got);
-        if
-        :: got ->
-            VISIBLE(me, vis);
-#ifndef MUT_P3C
-            if :: vis -> wakep(me, ok) :: else -> skip fi;
-#endif
-            goto exec
-        :: else -> skip
-        fi
+    :: OWN(me) > 0 -> take_chain(me)
     :: else -> skip
     fi
 }
@@ -1151,17 +1155,8 @@ decided:    skip
             leave_parked(me, ok);
             WAKING0;
             ok = 0;
-            take_one(me, got);
-            if
-            :: got ->
-                VISIBLE(me, vis);
-                /* work left after the re-check found some: chain [model: P3C] */
-#ifndef MUT_P3C
-                if :: vis -> wakep(me, ok) :: else -> skip fi;
-#endif
-                goto exec
-            :: else -> skip
-            fi
+            /* work left after the re-check found some: chain (P3C) */
+            take_chain(me)
         :: else ->
 #ifdef IO
             if

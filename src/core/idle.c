@@ -21,9 +21,11 @@ static inline bool core_alone(struct usched *s, int cpu, const uint64_t **mask)
     return usched__topo_group_weight(s->topo, TOPO_SMT, core) == 1;
 }
 
-/* The core of `cpu` is no longer fully idle. */
+/* The core of `cpu` is no longer fully idle (without SMT: nothing to do,
+ * idle_cpus stands for the cores). */
 static void core_busy(struct usched *s, int cpu)
 {
+    if (!s->smt) return;
     const uint64_t *m;
     if (core_alone(s, cpu, &m)) {
         usched__idlemask_clear(&s->idle_cores, cpu);
@@ -61,7 +63,7 @@ void usched__idle_clear(struct usched *s, int cpu)
      * every request of a server. */
     if (!usched__idlemask_test(&s->idle_cpus, cpu)) return;
     usched__idlemask_clear(&s->idle_cpus, cpu);
-    if (s->smt) core_busy(s, cpu);
+    core_busy(s, cpu);
 }
 
 /* A placement claims idle CPU `cpu`: true if this caller cleared its bit.
@@ -69,7 +71,7 @@ void usched__idle_clear(struct usched *s, int cpu)
 bool usched__idle_claim(struct usched *s, int cpu)
 {
     if (!usched__idlemask_clear(&s->idle_cpus, cpu)) return false;
-    if (s->smt) core_busy(s, cpu);
+    core_busy(s, cpu);
     return true;
 }
 

@@ -526,9 +526,9 @@ struct usched_task *usched__find_idle(usched_t *s, struct usched__wk *w)
          * contended CPU, a second poll of the others' sets, for every
          * request of a server (contend_nospin counted two a request). As
          * after P3, work left beside it is chained [model: P3C]. */
-        t = woke ? usched__find_local(s, w) : NULL;
-        if (woke && !t) continue;
-        if (!t) { /* P3 saw work */
+        if (woke) {
+            if (!(t = usched__find_local(s, w))) continue;
+        } else { /* P3 saw work */
             w->deferred = 0;
             t = try_all(s, w, true);
         }
